@@ -1,0 +1,38 @@
+# Allot: `make run` serves the portal with the embedded default; `make test` runs the test suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test check lint format bench replay clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+check: lint test
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+replay: $(STAMP)
+	$(PY) -m scheduler.replay ../shared/scenarios/tr4858.json
+
+bench: $(STAMP)
+	$(PY) -m scheduler.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000
+	$(PY) -m scheduler.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000
+	$(PY) -m scheduler.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,52 @@
+"""Allocate (R4.4): place pending jobs on free capacity in queue order; never evict."""
+
+from __future__ import annotations
+
+from ..model import Job
+from ..ordering import JobQueues
+from ..placement import place_job, pools_for
+from ..session import Session, gpus, nodes_of
+
+
+def allocate(session: Session) -> None:
+    """Pop pending jobs in allocation order (R4.1-R4.3); check the limit and interactive quota
+    (R3.1, R3.2); place all pods or none (R6.1). A failed job is skipped for this cycle and the
+    reason kept for the user."""
+    queue = JobQueues(session.queues, session.pending(), session.total)
+    while (job := queue.pop()) is not None:
+        blocked = session.capacity_block(job)
+        if blocked:
+            session.reasons[job.key] = blocked
+            session.hard_blocked.add(job.key)
+            continue
+        placement = place_job(session.state, job, session.policy)
+        if placement is None:
+            session.reasons[job.key] = no_fit_reason(session, job)
+            continue
+        session.record(
+            "start",
+            job,
+            "allocate",
+            f"started on {nodes_of(placement)}: free GPUs (R4.4)",
+            placement,
+        )
+
+
+def no_fit_reason(session: Session, job: Job) -> str:
+    """Why no node can take the job now, in plain words (R5.3, R5.4, R6.1)."""
+    pools = session.queue(job).node_pools
+    where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
+    indexes = pools_for(session.state, job)
+    sizes = [session.state.nodes[n].gpus for index in indexes for n in index.members]
+    if not sizes:
+        return f"no ready node {where} (R5)"
+    if job.gpus >= 1 and job.whole_devices_per_pod > max(sizes):
+        return f"no node {where} has {gpus(job.milli_per_pod)} (R5.3)"
+    if job.pods > 1:
+        return (
+            f"the {job.pods} pods of {gpus(job.milli_per_pod)} each do not all fit at once "
+            f"{where} (R6.1)"
+        )
+    if job.gpus >= 1:
+        return f"no node {where} has {gpus(job.milli_per_pod)} idle (R5.3)"
+    return f"no device {where} has {gpus(job.milli_per_pod)} free (R5.4)"

@@ -1,0 +1,71 @@
+"""Consolidation (R11): make room for a pending job by moving running jobs, evicting none."""
+
+from __future__ import annotations
+
+from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..placement import pools_for
+from ..session import Session, nodes_of
+from ..state import FULL
+from .eviction import solve
+from .signatures import FailedJobs
+
+
+def consolidate(session: Session) -> None:
+    """For each pending preemptible job whose demand the free GPUs cover in total (R11.1),
+    try moving up to `max_consolidation_preemptees` running preemptible jobs of any project;
+    a scenario counts only if every moved job found a new place. Interactive jobs are never
+    moved (R7.3)."""
+    queue = JobQueues(session.queues, session.pending(), session.total)
+    failed = FailedJobs()
+    while (job := queue.pop()) is not None:
+        if not job.preemptible or failed.skip(job) or session.capacity_block(job):
+            continue
+        if _free_milli(session, job) < job.milli_total:
+            continue
+        by_queue: dict[str, list] = {}
+        for other in session.running_untouched():
+            if other.preemptible:
+                by_queue.setdefault(other.project, []).append(other)
+        for jobs in by_queue.values():
+            jobs.sort(key=victim_order_key)
+        victims = VictimQueue(
+            by_queue,
+            session.queues,
+            session.total,
+            lambda j: session.state.is_running(j.key) and j.key not in session.touched,
+        )
+        outcome = solve(
+            session,
+            job,
+            victims,
+            lambda _job, evicted, _before: not evicted,
+            max_candidates=session.policy.max_consolidation_preemptees,
+        )
+        if outcome is None:
+            failed.add(job)
+            continue
+        for victim, placement in outcome.moved:
+            session.record(
+                "move",
+                victim,
+                "consolidation",
+                f"moved to {nodes_of(placement)} to make room for {job.project}/{job.name} (R11.1)",
+                placement,
+                job.key,
+            )
+        session.record(
+            "start",
+            job,
+            "consolidation",
+            f"started on {nodes_of(outcome.placement)} after consolidating running jobs (R11.1)",
+            outcome.placement,
+        )
+
+
+def _free_milli(session: Session, job) -> int:
+    """Idle and releasing GPUs the job's pools hold in total."""
+    total = 0
+    for index in pools_for(session.state, job):
+        for name in index.members:
+            total += sum(FULL - u for u in session.state.nodes[name].used)
+    return total

@@ -1,0 +1,223 @@
+"""The eviction search shared by consolidation, reclaim and preempt (R8).
+
+Victims are popped one at a time from a victim queue (R8.1) into an accumulated set; a cheap
+filter skips sets that cannot free enough GPUs (R8.2); scenario generators propose sub-sets —
+first the accumulated victims on the latest victim's node(s) (node-local greedy), then growing
+prefixes of nodes sorted by capacity after eviction (multi-node) (R8.3). A scenario is simulated
+with checkpoint and rollback: evict its victims, then take the pending job and the victims through
+allocation order; victims that find a place are kept or moved, only the rest are evicted (R8.5);
+then the action's validator decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..model import Job, PodPlacement
+from ..ordering import job_order_key
+from ..placement import place_job, pools_for
+from ..session import Session
+from ..state import FULL
+
+Validator = Callable[[Job, list[Job], dict[str, tuple[int, int]]], bool]
+
+
+@dataclass
+class Outcome:
+    """A committed-able result: where the job goes, who is evicted, who moves where."""
+
+    placement: tuple[PodPlacement, ...]
+    evicted: list[Job] = field(default_factory=list)
+    moved: list[tuple[Job, tuple[PodPlacement, ...]]] = field(default_factory=list)
+    before: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def allocated_before(session: Session) -> dict[str, tuple[int, int]]:
+    """Every queue's (allocated, allocated non-preemptible) at the start of a job's search."""
+    return {name: (q.allocated, q.allocated_np) for name, q in session.queues.items()}
+
+
+def solve(
+    session: Session,
+    job: Job,
+    victims: Iterable[Job],
+    validator: Validator,
+    max_candidates: int | None = None,
+) -> Outcome | None:
+    """Find the first valid scenario for `job` among growing victim sets (R8.2-R8.5), leave it
+    applied in the session's state and return it; None (state unchanged) when none is valid."""
+    before = allocated_before(session)
+    accumulated: list[Job] = []
+    tried: set[frozenset] = set()
+    for count, victim in enumerate(victims):
+        if max_candidates is not None and count >= max_candidates:
+            break
+        accumulated.append(victim)
+        if not enough_room(session, job, accumulated):
+            continue
+        for scenario in scenarios(session, job, accumulated, victim):
+            fingerprint = frozenset(v.key for v in scenario)
+            if not scenario or fingerprint in tried:
+                continue
+            tried.add(fingerprint)
+            outcome = simulate(session, job, scenario, validator, before)
+            if outcome is not None:
+                return outcome
+    return None
+
+
+def _freed_by_node(session: Session, victims: list[Job]) -> dict[str, dict[int, int]]:
+    """Thousandths each victim set would free, per node and device."""
+    freed: dict[str, dict[int, int]] = {}
+    for victim in victims:
+        for pod in session.state.placement.get(victim.key, ()):
+            per_device = freed.setdefault(pod.node, {})
+            milli = FULL if victim.gpus >= 1 else round(pod.share * FULL)
+            for device in pod.devices:
+                per_device[device] = per_device.get(device, 0) + milli
+    return freed
+
+
+def _capacity_after(session: Session, node_name: str, freed: dict[int, int]) -> tuple[int, int]:
+    """(free whole devices, free thousandths) of a node once `freed` is released."""
+    node = session.state.nodes[node_name]
+    whole = node.whole_free
+    milli = sum(FULL - u for u in node.used)
+    for device, amount in freed.items():
+        if device < node.gpus and node.used[device] > 0 and node.used[device] - amount <= 0:
+            whole += 1
+        milli += amount
+    return whole, milli
+
+
+def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
+    """R8.2: can idle + releasing + freed GPUs hold the job's pods even greedily? A necessary
+    condition only; the simulation decides."""
+    freed = _freed_by_node(session, victims)
+    allowed = {n for index in pools_for(session.state, job) for n in index.members}
+    pods = 0
+    per_pod = job.whole_devices_per_pod
+    for index in pools_for(session.state, job):
+        for count, bucket in enumerate(index.buckets):
+            untouched = len(bucket) - sum(1 for name in freed if name in bucket)
+            pods += _pods_on(count, count * FULL, per_pod, job) * untouched
+        for name in index.touched - freed.keys():
+            node = session.state.nodes[name]
+            pods += _pods_on(node.whole_free, sum(FULL - u for u in node.used), per_pod, job)
+    for name, per_device in freed.items():
+        if name in allowed:
+            whole, milli = _capacity_after(session, name, per_device)
+            pods += _pods_on(whole, milli, per_pod, job)
+        if pods >= job.pods:
+            return True
+    return pods >= job.pods
+
+
+def _pods_on(whole: int, milli: int, per_pod: int, job: Job) -> int:
+    if per_pod:
+        return whole // per_pod
+    if job.milli_per_pod == 0:
+        return job.pods
+    return milli // job.milli_per_pod
+
+
+def scenarios(session: Session, job: Job, accumulated: list[Job], latest: Job):
+    """Victim sub-sets to try, in KAI's generator order (R8.3)."""
+    placement = session.state.placement
+    latest_nodes = {p.node for p in placement.get(latest.key, ())}
+    yield [v for v in accumulated if any(p.node in latest_nodes for p in placement[v.key])]
+    yield from _multi_node(session, job, accumulated)
+
+
+def _multi_node(session: Session, job: Job, accumulated: list[Job]):
+    """Growing prefixes of the victims' nodes, sorted by capacity after eviction (R8.3)."""
+    placement = session.state.placement
+    first_seen: dict[str, int] = {}
+    for rank, victim in enumerate(accumulated):
+        for pod in placement[victim.key]:
+            first_seen.setdefault(pod.node, rank)
+    freed = _freed_by_node(session, accumulated)
+    capacity = {n: _capacity_after(session, n, freed.get(n, {}))[1] for n in first_seen}
+    nodes = sorted(first_seen, key=lambda n: (capacity[n], first_seen[n]))
+    covered, size = 0, 0
+    while size < len(nodes) and covered < job.milli_total:
+        covered += capacity[nodes[size]]
+        size += 1
+    step = 1
+    while True:
+        chosen = set(nodes[:size])
+        yield [v for v in accumulated if any(p.node in chosen for p in placement[v.key])]
+        if size >= len(nodes):
+            return
+        size = min(len(nodes), size + step)
+        step *= 2
+
+
+def allocation_order_key(session: Session, job: Job) -> tuple:
+    """Allocation order between jobs of different queues (R4.1, R4.2) then inside one (R4.3)."""
+    path = session.queue(job).path()
+    levels = tuple((*q.allocation_key(job.milli_total, session.total), q.name) for q in path)
+    return (*levels, job_order_key(job))
+
+
+def simulate(
+    session: Session,
+    job: Job,
+    scenario: list[Job],
+    validator: Validator,
+    before: dict[str, tuple[int, int]],
+) -> Outcome | None:
+    """Try one scenario (R8.5); on success leave it applied and return it, else roll back."""
+    state = session.state
+    checkpoint = state.checkpoint()
+    old = {v.key: state.unplace(v) for v in scenario}
+    outcome = Outcome(placement=())
+    remaining = [job, *scenario]
+    while remaining:
+        current = min(remaining, key=lambda j: allocation_order_key(session, j))
+        remaining.remove(current)
+        if current is job:
+            placement = (
+                None if session.capacity_block(job) else place_job(state, job, session.policy)
+            )
+            if placement is None:
+                state.rollback(checkpoint)
+                return None
+            outcome.placement = placement
+            continue
+        _replace_victim(session, current, old[current.key], outcome)
+    outcome.before = before
+    if not validator(job, outcome.evicted, before):
+        state.rollback(checkpoint)
+        return None
+    state.commit(checkpoint)
+    return outcome
+
+
+def _replace_victim(session: Session, victim: Job, old, outcome: Outcome) -> None:
+    """Keep a victim where it was if its devices are still free, else move it where normal
+    placement puts it, else it is evicted (R8.5, R9.7)."""
+    state = session.state
+    if session.capacity_block(victim) is None:
+        if _still_free(session, victim, old):
+            state.place(victim, old)
+            return
+        placement = place_job(state, victim, session.policy)
+        if placement is not None:
+            outcome.moved.append((victim, placement))
+            return
+    outcome.evicted.append(victim)
+
+
+def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...]) -> bool:
+    need: dict[tuple[str, int], int] = {}
+    for pod in placement:
+        milli = FULL if job.gpus >= 1 else round(pod.share * FULL)
+        for device in pod.devices:
+            need[(pod.node, device)] = need.get((pod.node, device), 0) + milli
+    for (name, device), milli in need.items():
+        node = session.state.nodes.get(name)
+        if node is None or not node.eligible or node.used[device] + milli > FULL:
+            return False
+    return True

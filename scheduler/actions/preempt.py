@@ -1,0 +1,74 @@
+"""Preempt (R10): a pending job evicts lower-priority preemptible jobs of its own project."""
+
+from __future__ import annotations
+
+from ..model import Job
+from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..session import Session, nodes_of
+from .eviction import solve
+from .signatures import FailedJobs
+
+
+def preempt(session: Session) -> None:
+    """Preemptors in allocation order (R10.1); victims are running preemptible jobs of the same
+    project with strictly lower priority (R10.2). No fair-share test: nothing moves between
+    projects. The preemptor is placed with the usual checks, evaluated with its victims gone,
+    so at its limit a project's interactive job can displace its own train job."""
+    queue = JobQueues(session.queues, session.pending(), session.total)
+    failed = FailedJobs()
+    while (job := queue.pop()) is not None:
+        if not job.preemptible and _over_quota(session, job):
+            continue
+        if failed.skip(job):
+            continue
+        victims = [
+            j
+            for j in session.running_untouched()
+            if j.project == job.project and j.preemptible and j.priority_value < job.priority_value
+        ]
+        if not victims:
+            continue
+        ordered = VictimQueue(
+            {job.project: sorted(victims, key=victim_order_key)},
+            session.queues,
+            session.total,
+            lambda j: session.state.is_running(j.key) and j.key not in session.touched,
+        )
+        outcome = solve(session, job, ordered, lambda *_: True)
+        if outcome is None:
+            failed.add(job)
+            continue
+        for victim in outcome.evicted:
+            session.record(
+                "evict",
+                victim,
+                "preempt",
+                f"preempted: {job.name} of {job.project} has higher priority "
+                f"({job.priority_value} > {victim.priority_value}) (R10.2)",
+                beneficiary=job.key,
+            )
+        for victim, placement in outcome.moved:
+            session.record(
+                "move",
+                victim,
+                "preempt",
+                f"moved to {nodes_of(placement)} so {job.name} can start (R10.2)",
+                placement,
+                job.key,
+            )
+        session.record(
+            "start",
+            job,
+            "preempt",
+            f"started on {nodes_of(outcome.placement)} by preempting lower-priority jobs of "
+            f"{job.project} (R10)",
+            outcome.placement,
+        )
+
+
+def _over_quota(session: Session, job: Job) -> bool:
+    """R3.2 for a non-preemptible preemptor, ignoring the limit (victims may free it)."""
+    for queue in session.queue(job).path():
+        if queue.deserved is not None and queue.allocated_np + job.milli_total > queue.deserved:
+            return True
+    return False

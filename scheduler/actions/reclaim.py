@@ -1,0 +1,185 @@
+"""Reclaim (R9): a project below its fair share takes GPUs back from projects above theirs."""
+
+from __future__ import annotations
+
+from ..model import Job
+from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..queues import QueueState
+from ..session import Session, gpus, nodes_of
+from .eviction import Outcome, solve
+from .signatures import FailedJobs
+
+
+def reclaim(session: Session) -> None:
+    """Pending jobs in allocation order (R9.1) that may reclaim (R9.2) search for victims among
+    other projects' preemptible jobs (R9.3) that the validator accepts (R9.4, R9.5)."""
+    queue = JobQueues(session.queues, session.pending(), session.total)
+    failed = FailedJobs()
+    while (job := queue.pop()) is not None:
+        blocked = can_reclaim(session, job)
+        if blocked:
+            if job.key not in session.hard_blocked:
+                session.reasons[job.key] = blocked  # more telling than "no idle GPUs"
+            continue
+        if failed.skip(job) or session.capacity_block(job):
+            continue
+        victims = VictimQueue(
+            candidates(session, job), session.queues, session.total, _alive(session)
+        )
+        outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
+        if outcome is None:
+            failed.add(job)
+            continue
+        commit(session, job, outcome)
+
+
+def can_reclaim(session: Session, job: Job) -> str | None:
+    """R9.2: allocated + job within the project's fair share (and, for an interactive job,
+    its quota); returns the reason it may not, or None."""
+    project = session.queue(job)
+    if project.allocated + job.milli_total > project.fair_share:
+        return (
+            f"would exceed {project.name}'s fair share of {gpus(project.fair_share)}: "
+            f"{gpus(project.allocated)} in use + {gpus(job.milli_total)} requested (R9.2)"
+        )
+    if not job.preemptible and project.deserved is not None:
+        if project.allocated_np + job.milli_total > project.deserved:
+            return f"interactive jobs would exceed {project.name}'s quota (R3.2)"
+    return None
+
+
+def levelled(a: QueueState, b: QueueState) -> tuple[QueueState, QueueState]:
+    """The two queues where the paths from the root first differ (R9.3)."""
+    path_a, path_b = a.path(), b.path()
+    for qa, qb in zip(path_a, path_b, strict=False):
+        if qa is not qb:
+            return qa, qb
+    return path_a[min(len(path_a), len(path_b)) - 1], path_b[min(len(path_a), len(path_b)) - 1]
+
+
+def victim_queue_qualifies(reclaimer: QueueState, victim: QueueState, demand: int) -> bool:
+    """R9.3 for the levelled queues: with the reclaimer within deserved, any victim queue not
+    below its deserved; otherwise only a victim queue above its allocatable share."""
+    if reclaimer.within_deserved(demand):
+        return victim.deserved is None or victim.allocated >= victim.deserved
+    allocatable = victim.allocatable
+    return allocatable is not None and victim.allocated > allocatable
+
+
+def candidates(session: Session, job: Job) -> dict[str, list[Job]]:
+    """Running preemptible jobs of other projects whose levelled queue qualifies (R9.3)."""
+    mine = session.queue(job)
+    by_queue: dict[str, list[Job]] = {}
+    for other in session.running_untouched():
+        if other.project == job.project or not other.preemptible:
+            continue
+        by_queue.setdefault(other.project, []).append(other)
+    kept = {}
+    for name, jobs in by_queue.items():
+        reclaimer, victim = levelled(mine, session.queues[name])
+        if victim_queue_qualifies(reclaimer, victim, job.milli_total):
+            kept[name] = sorted(jobs, key=victim_order_key)
+    return kept
+
+
+def _alive(session: Session):
+    return lambda j: session.state.is_running(j.key) and j.key not in session.touched
+
+
+def reclaimable(session: Session, job: Job, evicted: list[Job], before: dict) -> bool:
+    """R9.4 then R9.5 on the victims actually evicted, from allocations at search start."""
+    mine = session.queue(job)
+    demand = job.milli_total
+    remaining: dict[str, int] = {}
+    for victim in evicted:
+        leaf = session.queues[victim.project]
+        reclaimer, victim_queue = levelled(mine, leaf)
+        left = remaining.setdefault(victim_queue.name, before[victim_queue.name][0])
+        if not _strategy_allows(reclaimer, victim_queue, left, demand, before):
+            return False
+        queue: QueueState | None = leaf
+        while queue is not None:
+            remaining[queue.name] = remaining.get(queue.name, before[queue.name][0])
+            remaining[queue.name] -= victim.milli_total
+            queue = queue.parent
+    return _within_boundaries(session, job, remaining, before)
+
+
+def _strategy_allows(reclaimer, victim_queue, left: int, demand: int, before: dict) -> bool:
+    """MaintainFairShare or GuaranteeDeservedQuota (R9.4), checked before subtracting."""
+    allocatable = victim_queue.allocatable
+    if allocatable is not None and left > allocatable:
+        return True
+    within = reclaimer.deserved is None or before[reclaimer.name][0] + demand <= reclaimer.deserved
+    return within and victim_queue.deserved is not None and left > victim_queue.deserved
+
+
+def _ratio(allocated: int, fair_share: int) -> float:
+    if fair_share == 0:
+        return float("inf") if allocated > 0 else 0.0
+    return allocated / fair_share
+
+
+def _within_boundaries(session: Session, job: Job, remaining: dict, before: dict) -> bool:
+    """Saturation guard (R9.5) at every level of the reclaimer's path."""
+    multiplier = max(1.0, session.policy.saturation_multiplier)
+    demand = job.milli_total
+    for level in session.queue(job).path()[::-1]:
+        mine = remaining.get(level.name, before[level.name][0]) + demand
+        ratio = _ratio(mine, level.fair_share)
+        for name, left in remaining.items():
+            sibling = session.queues[name]
+            if sibling is level or sibling.parent is not level.parent:
+                continue
+            if ratio > 1 and sibling.fair_share > 0:
+                if ratio * multiplier >= _ratio(left, sibling.fair_share):
+                    return False
+        if not job.preemptible and level.deserved is not None:
+            if before[level.name][1] + demand > level.deserved:
+                return False
+    return True
+
+
+def commit(session: Session, job: Job, outcome: Outcome) -> None:
+    """Record the evictions, moves and the start, each with its reason."""
+    mine = session.queue(job)
+    demand = job.milli_total
+    what = "quota" if mine.within_deserved(0) else "fair share"
+    for victim in outcome.evicted:
+        session.record(
+            "evict",
+            victim,
+            "reclaim",
+            f"evicted: {job.project} reclaims its {what}; "
+            + _over_text(session.queues[victim.project], outcome.before)
+            + " (R9.4)",
+            beneficiary=job.key,
+        )
+    for victim, placement in outcome.moved:
+        session.record(
+            "move",
+            victim,
+            "reclaim",
+            f"moved to {nodes_of(placement)} so {job.project}/{job.name} can start (R9.7)",
+            placement,
+            job.key,
+        )
+    given = sorted({v.project for v in outcome.evicted})
+    source = f" from {', '.join(given)}" if given else ""
+    session.record(
+        "start",
+        job,
+        "reclaim",
+        f"started on {nodes_of(outcome.placement)}: reclaimed {gpus(demand)}{source} (R9)",
+        outcome.placement,
+    )
+
+
+def _over_text(queue: QueueState, before: dict) -> str:
+    held = before[queue.name][0]
+    if held > queue.fair_share:
+        return (
+            f"{queue.name} is {gpus(held - queue.fair_share)} above its fair share of "
+            f"{gpus(queue.fair_share)}"
+        )
+    return f"{queue.name} holds {gpus(held)}, above its quota of {gpus(queue.deserved)}"

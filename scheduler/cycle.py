@@ -1,0 +1,44 @@
+"""One scheduling cycle: snapshot -> session -> ordered actions -> plan (R1.1)."""
+
+from __future__ import annotations
+
+from .actions.allocate import allocate
+from .actions.consolidation import consolidate
+from .actions.preempt import preempt
+from .actions.reclaim import reclaim
+from .apply import apply_plan
+from .model import Plan, Policy, Snapshot
+from .session import Session
+
+
+def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
+    """Decide one cycle: allocate, consolidation, reclaim, preempt in KAI's order (R1.1), on
+    fair shares fixed at session open (R1.2). Pure: the same snapshot gives the same plan."""
+    policy = policy or Policy()
+    session = Session(snapshot, policy)
+    allocate(session)
+    if policy.consolidation:
+        consolidate(session)
+    if policy.reclaim:
+        reclaim(session)
+    if policy.preempt:
+        preempt(session)
+    return session.plan()
+
+
+def settle(
+    snapshot: Snapshot, policy: Policy | None = None, max_cycles: int = 100
+) -> tuple[Snapshot, list[Plan]]:
+    """Repeat cycles, applying each plan, until one decides nothing (steady state, R1.3).
+
+    Returns the final snapshot and every plan made (the last one empty unless `max_cycles`
+    ran out first).
+    """
+    plans: list[Plan] = []
+    for _ in range(max_cycles):
+        plan = plan_cycle(snapshot, policy)
+        plans.append(plan)
+        if plan.empty:
+            break
+        snapshot = apply_plan(snapshot, plan)
+    return snapshot, plans

@@ -1,0 +1,251 @@
+"""The scheduler's input and output: frozen dataclasses, no behaviour beyond derived values.
+
+A :class:`Snapshot` is everything one cycle may look at (nodes, projects, departments, jobs with
+their current placement); a :class:`Plan` is everything it decided. Both are plain data so the
+portal, the simulator and the tests can build and read them without the scheduler's internals.
+GPU amounts are floats in the API (0.5 = half a device) and are handled internally in thousandths
+of a device (:func:`to_milli`) so that fractions such as 0.6 + 0.4 add up to a whole device exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+JobKey = tuple[str, str]
+"""(project, job name): a job's identity."""
+
+MILLI = 1000
+TRAIN_PRIORITY = 50  # R7.1 priority class "train"
+BUILD_PRIORITY = 100  # R7.1 priority class "build" (interactive)
+NON_PREEMPTIBLE_FROM = 100  # R7.2
+
+JobType = Literal["train", "interactive"]
+
+
+def to_milli(gpus: float) -> int:
+    """GPUs as an integer count of thousandths of a device (0.6 -> 600)."""
+    return round(gpus * MILLI)
+
+
+def from_milli(milli: int) -> float:
+    """Thousandths of a device back to GPUs, rounded to the thousandth."""
+    return round(milli / MILLI, 3)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node: `gpus` identical devices of `gpu_memory_mib` each, in node pool `pool`.
+
+    A node that is not `ready` contributes nothing to the cluster total (R2.6) and takes no pods;
+    a `schedulable=False` (cordoned) node keeps its running pods and counts in the total but takes
+    no new pods.
+    """
+
+    name: str
+    gpus: int
+    gpu_memory_mib: int = 32768
+    pool: str = "default"
+    ready: bool = True
+    schedulable: bool = True
+
+
+@dataclass(frozen=True)
+class Department:
+    """A parent queue (R2.11): its fair share is what its projects divide among themselves.
+
+    `over_quota_weight=None` means the quota itself (Run:AI convention, SCHEDULING.md §13);
+    `limit=None` means no limit (KAI's -1). `priority` is the queue priority of R2.8 / R4.1.3.
+    `order` is the creation order used by the oldest-queue tie-breaks (R2.10, R4.1.8).
+    """
+
+    name: str
+    quota: float
+    over_quota_weight: float | None = None
+    limit: float | None = None
+    priority: int = 100
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class Project:
+    """A leaf queue: a team's guaranteed `quota`, over-quota weight, limit and node pools.
+
+    Semantics as :class:`Department`; `node_pools=()` means any pool; `department=None` puts the
+    project at the top level.
+    """
+
+    name: str
+    quota: float
+    over_quota_weight: float | None = None
+    limit: float | None = None
+    node_pools: tuple[str, ...] = ()
+    department: str | None = None
+    priority: int = 100
+    order: int = 0
+
+
+@dataclass(frozen=True)
+class PodPlacement:
+    """Where one pod runs: a node, the device indexes it holds and the share of each device.
+
+    A whole-GPU pod holds `len(devices)` devices with `share=1.0`; a fractional pod holds one
+    device with `share` < 1 (R5.3, R5.4). A CPU-only pod has no devices.
+    """
+
+    node: str
+    devices: tuple[int, ...] = ()
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job of `pods` pods, each asking for `gpus` GPUs (a fraction below 1 or a whole number).
+
+    `type` is ``"train"`` (preemptible, priority 50 + `priority`) or ``"interactive"``
+    (non-preemptible build class, priority 100 + `priority`), SCHEDULING.md §13 and R7.
+    `order` is the submission order (smaller is older); an evicted job keeps it. `placement` is
+    empty for a pending job and has one entry per pod for a running one (gangs are all or nothing,
+    R6.1). `user` and `image` are carried for reasons and predictions; the rules ignore them.
+    """
+
+    project: str
+    name: str
+    gpus: float
+    pods: int = 1
+    type: JobType = "train"
+    priority: int | None = None
+    order: int = 0
+    placement: tuple[PodPlacement, ...] = ()
+    user: str = ""
+    image: str = ""
+
+    @property
+    def key(self) -> JobKey:
+        """(project, name)."""
+        return (self.project, self.name)
+
+    @property
+    def running(self) -> bool:
+        """True when the job holds a placement (it is not pending)."""
+        return bool(self.placement)
+
+    @property
+    def priority_value(self) -> int:
+        """The priority-class value of R7.1 / §13: train 50 + p, interactive 100 + p."""
+        base = BUILD_PRIORITY if self.type == "interactive" else TRAIN_PRIORITY
+        return base + (self.priority or 0)
+
+    @property
+    def preemptible(self) -> bool:
+        """Train jobs are preemptible, interactive ones are not (R7.2, §13)."""
+        return self.type == "train"
+
+    @property
+    def milli_per_pod(self) -> int:
+        """GPUs of one pod in thousandths of a device."""
+        return to_milli(self.gpus)
+
+    @property
+    def milli_total(self) -> int:
+        """GPUs of the whole job in thousandths of a device."""
+        return self.milli_per_pod * self.pods
+
+    @property
+    def whole_devices_per_pod(self) -> int:
+        """Devices a whole-GPU pod needs (0 for a fractional or CPU-only pod)."""
+        return int(self.gpus) if self.gpus >= 1 else 0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a cycle decides, beyond the rules themselves.
+
+    - `gpu_placement`: ``"binpack"`` (R5.2 default, fullest node first) or ``"spread"``.
+    - `gpu_sharing`: ``"pack"`` (R5.4 default, fullest shared device first) or ``"spread"``.
+    - `consolidation`, `reclaim`, `preempt`: switch those actions (R1.1) on or off.
+    - `victim_order`: ``"newest"`` (KAI, R8.1: newest job of the most over-served project first)
+      or ``"smallest_sufficient"`` (Allot's improvement on E5: within a victim project, prefer the
+      smallest job that alone covers the demand; otherwise KAI's order). Off by default.
+    - `k_value`: time-based fair share factor of R2.9; `usage` in the snapshot feeds it.
+    - `saturation_multiplier`: R9.5; values below 1 are treated as 1.
+    - `max_consolidation_preemptees`: R11.1.
+    - `allow_consolidating_reclaim`: R9.7.
+    """
+
+    gpu_placement: Literal["binpack", "spread"] = "binpack"
+    gpu_sharing: Literal["pack", "spread"] = "pack"
+    consolidation: bool = True
+    reclaim: bool = True
+    preempt: bool = True
+    victim_order: Literal["newest", "smallest_sufficient"] = "newest"
+    k_value: float = 1.0
+    saturation_multiplier: float = 1.0
+    max_consolidation_preemptees: int = 16
+    allow_consolidating_reclaim: bool = True
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one cycle sees. `now` is seconds on any clock the caller likes.
+
+    `usage` maps a queue (project or department) name to its normalised historical GPU usage
+    (0..1 of the cluster) for time-based fair share (R2.9, E10); empty means no usage data.
+    """
+
+    nodes: tuple[Node, ...]
+    projects: tuple[Project, ...]
+    jobs: tuple[Job, ...] = ()
+    departments: tuple[Department, ...] = ()
+    now: float = 0.0
+    usage: dict[str, float] = field(default_factory=dict)
+
+
+DecisionKind = Literal["start", "evict", "move"]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One thing the plan does to one job.
+
+    - ``start``: the pending job starts with `placement` (one entry per pod).
+    - ``evict``: the running job is stopped and returns to Pending, keeping its `order`.
+    - ``move``: the running job is restarted with the new `placement` (consolidation, R8.5).
+
+    `action` names the action that decided (allocate, consolidation, reclaim, preempt),
+    `beneficiary` the pending job an eviction or move made room for, and `reason` says why in
+    plain words, ending with the rule it applies, e.g. "(R9.4)".
+    """
+
+    kind: DecisionKind
+    job: JobKey
+    action: str
+    reason: str
+    placement: tuple[PodPlacement, ...] = ()
+    beneficiary: JobKey | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A cycle's result: decisions in the order they were made, fair shares, pending reasons.
+
+    `fair_shares` maps every project and department name to its fair share in GPUs (R2).
+    `pending_reasons` maps every job still pending after the plan to the first rule that blocked
+    it, in plain words. `allocated` is each project's GPUs after the plan.
+    """
+
+    decisions: tuple[Decision, ...]
+    fair_shares: dict[str, float]
+    pending_reasons: dict[JobKey, str]
+    allocated: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """True when the cycle decided nothing (the cluster has settled, R1.3)."""
+        return not self.decisions
+
+
+def is_whole(gpus: float) -> bool:
+    """True for a whole number of GPUs (R5.3)."""
+    return gpus >= 1 and math.isclose(gpus, round(gpus))

@@ -1,0 +1,163 @@
+"""Who is served first (R4.1-R4.3) and who gives up GPUs first (R8.1).
+
+:class:`JobQueues` pops pending jobs in allocation order by walking the queue tree: at every
+level the child with the smallest R4.1 key (computed with the best job of its subtree) wins;
+after a pop the keys of the popped path are recomputed, so shares update as jobs are placed
+within one pass (R4.2). Sibling keys do not depend on each other, so a heap per parent is exact.
+:class:`VictimQueue` yields running jobs in the reverse order (R8.1).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+
+from .model import Job
+from .queues import QueueState
+
+
+def job_order_key(job: Job) -> tuple:
+    """R4.3 inside a project: higher priority first, then older, then name."""
+    return (-job.priority_value, job.order, job.name)
+
+
+def victim_order_key(job: Job) -> tuple:
+    """R8.1 inside a project: lowest priority first, then the most recently created job."""
+    return (job.priority_value, -job.order, tuple(-ord(c) for c in job.name))
+
+
+class JobQueues:
+    """Pending jobs in allocation order across the queue hierarchy (R4.1, R4.2, R4.3)."""
+
+    def __init__(self, queues: dict[str, QueueState], jobs: Iterable[Job], total: int):
+        self.total = total
+        self.queues = queues
+        self.jobs: dict[str, deque[Job]] = {}
+        for job in sorted(jobs, key=job_order_key):
+            if job.project in queues:
+                self.jobs.setdefault(job.project, deque()).append(job)
+        self.heaps: dict[str | None, list] = {}
+        self.version: dict[str, int] = {}
+        self.counter = 0
+        self._dirty: QueueState | None = None
+        for name in self.jobs:
+            self._refresh_path(queues[name])
+
+    def __bool__(self) -> bool:
+        self._flush()
+        return bool(self.heaps.get(None))
+
+    def _head(self, queue: QueueState) -> Job | None:
+        """The next job of a queue's subtree (the head of its best child for a department)."""
+        if queue.is_project:
+            pending = self.jobs.get(queue.name)
+            return pending[0] if pending else None
+        top = self._top(queue.name)
+        return self._head(top) if top is not None else None
+
+    def _top(self, parent: str | None) -> QueueState | None:
+        heap = self.heaps.get(parent)
+        while heap:
+            *_, version, name = heap[0]
+            if self.version.get(name) == version:
+                return self.queues[name]
+            heapq.heappop(heap)
+        return None
+
+    def _push(self, queue: QueueState) -> None:
+        self.version[queue.name] = self.version.get(queue.name, 0) + 1
+        head = self._head(queue)
+        if head is None:
+            return
+        key = queue.allocation_key(head.milli_total, self.total)
+        parent = queue.parent.name if queue.parent is not None else None
+        entry = (key, queue.name, self.version[queue.name], queue.name)
+        heapq.heappush(self.heaps.setdefault(parent, []), entry)
+
+    def _refresh_path(self, queue: QueueState) -> None:
+        node: QueueState | None = queue
+        while node is not None:
+            self._push(node)
+            node = node.parent
+
+    def _flush(self) -> None:
+        if self._dirty is not None:
+            self._refresh_path(self._dirty)
+            self._dirty = None
+
+    def pop(self) -> Job | None:
+        """The next job in allocation order, or None when every queue is empty."""
+        self._flush()
+        queue = self._top(None)
+        while queue is not None and not queue.is_project:
+            queue = self._top(queue.name)
+        if queue is None:
+            return None
+        job = self.jobs[queue.name].popleft()
+        self._dirty = queue  # keys are recomputed after the caller acted on the job
+        return job
+
+    def drop_project(self, project: str, keep: Callable[[Job], bool]) -> None:
+        """Remove the project's queued jobs that `keep` rejects (used for R9.6 skips)."""
+        pending = self.jobs.get(project)
+        if pending:
+            self.jobs[project] = deque(j for j in pending if keep(j))
+
+
+class VictimQueue:
+    """Running candidate victims in R8.1 order: between queues the one that would be served
+    last gives first (re-evaluated after every pop with what it already gave), inside a queue
+    the lowest priority and newest job first."""
+
+    def __init__(
+        self,
+        by_queue: dict[str, list[Job]],
+        queues: dict[str, QueueState],
+        total: int,
+        alive: Callable[[Job], bool],
+    ):
+        self.lists = by_queue
+        self.queues = queues
+        self.total = total
+        self.alive = alive
+        self.cursor = dict.fromkeys(by_queue, 0)
+        self.taken: dict[str, int] = {}
+
+    def _next_of(self, name: str) -> Job | None:
+        jobs = self.lists[name]
+        index = self.cursor[name]
+        while index < len(jobs) and not self.alive(jobs[index]):
+            index += 1
+        self.cursor[name] = index
+        return jobs[index] if index < len(jobs) else None
+
+    def _taken(self, queue: QueueState) -> int:
+        return self.taken.get(queue.name, 0)
+
+    def __iter__(self) -> Iterator[Job]:
+        while True:
+            best = None
+            best_key = None
+            for name in self.lists:
+                job = self._next_of(name)
+                if job is None:
+                    continue
+                key = self._key(self.queues[name], job)
+                if best_key is None or key < best_key:
+                    best, best_key = job, key
+            if best is None:
+                return
+            self.cursor[best.project] += 1
+            queue: QueueState | None = self.queues[best.project]
+            while queue is not None:
+                self.taken[queue.name] = self._taken(queue) + best.milli_total
+                queue = queue.parent
+            yield best
+
+    def _key(self, leaf: QueueState, job: Job) -> tuple:
+        """Compare root-first, level by level, like the allocation tree walk (R4.2, R8.1)."""
+        return tuple(
+            (*q.victim_key(self._taken(q), job.milli_total, self.total), q.name)
+            for q in leaf.path()
+        )

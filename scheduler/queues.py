@@ -1,0 +1,165 @@
+"""Queues (projects and departments) during a cycle: quotas, fair shares, allocated counters,
+and the keys that order them for allocation (R4.1) and for giving up victims (R8.1)."""
+
+from __future__ import annotations
+
+from .fairshare import Share, divide_tree
+from .model import Job, Snapshot, to_milli
+
+NO_SHARE_PENALTY = 1000  # R4.1.5: allocatable 0 -> value x 1000
+
+
+class QueueState:
+    """A project or department with its counters in thousandths of a GPU."""
+
+    __slots__ = (
+        "allocated",
+        "allocated_np",
+        "children",
+        "deserved",
+        "fair_share",
+        "is_project",
+        "limit",
+        "name",
+        "node_pools",
+        "order",
+        "parent",
+        "priority",
+        "weight",
+    )
+
+    def __init__(self, name, deserved, limit, weight, priority, order, is_project, node_pools=()):
+        self.name = name
+        self.deserved: int | None = deserved
+        self.limit: int | None = limit
+        self.weight: float = weight
+        self.priority: int = priority
+        self.order: int = order
+        self.is_project = is_project
+        self.node_pools: tuple[str, ...] = node_pools
+        self.parent: QueueState | None = None
+        self.children: list[QueueState] = []
+        self.fair_share = 0
+        self.allocated = 0
+        self.allocated_np = 0
+
+    @property
+    def allocatable(self) -> int | None:
+        """max(deserved, fair share) capped by the limit; None = unlimited (R2.12)."""
+        if self.deserved is None:
+            return self.limit
+        value = max(self.deserved, self.fair_share)
+        return value if self.limit is None else min(self.limit, value)
+
+    def path(self) -> list[QueueState]:
+        """Root-first list of this queue and its ancestors."""
+        chain = []
+        queue: QueueState | None = self
+        while queue is not None:
+            chain.append(queue)
+            queue = queue.parent
+        return chain[::-1]
+
+    def within_deserved(self, extra: int) -> bool:
+        """allocated + extra <= deserved (deserved unlimited always holds)."""
+        return self.deserved is None or self.allocated + extra <= self.deserved
+
+    def dominant_share(self, allocated: int, total: int) -> float:
+        """allocated / allocatable share (unlimited -> cluster total, zero -> x1000) (R4.1.5)."""
+        allocatable = self.allocatable
+        if allocatable is None:
+            allocatable = total
+        if allocatable == 0:
+            return allocated * NO_SHARE_PENALTY
+        return allocated / allocatable
+
+    def zero_share_violation(self, extra: int) -> bool:
+        """Allocatable share 0 but would hold GPUs (R4.1.4, E2)."""
+        return self.allocatable == 0 and self.allocated + extra > 0
+
+    def allocation_key(self, job_milli: int, total: int) -> tuple:
+        """Sort key of R4.1 (smaller is served first) for this queue offering a job of
+        `job_milli`. Rule 1 (over fair share in every resource) is inert for GPU-only
+        snapshots (E9) and is left out."""
+        allocatable = self.allocatable
+        return (
+            not self.within_deserved(job_milli),
+            -self.priority,
+            self.zero_share_violation(job_milli),
+            self.dominant_share(self.allocated + job_milli, total),
+            self.dominant_share(self.allocated, total),
+            allocatable if allocatable is not None else float("inf"),
+            self.order,
+        )
+
+    def victim_key(self, taken: int, candidate: int, total: int) -> tuple:
+        """Sort key of R8.1 (smaller gives victims first): R4.1 reversed, evaluated with no job
+        and with the victims taken so far plus the next candidate subtracted in rule 5."""
+        allocatable = self.allocatable
+        return (
+            self.within_deserved(0),
+            self.priority,
+            not self.zero_share_violation(0),
+            -self.dominant_share(self.allocated - taken - candidate, total),
+            -self.dominant_share(self.allocated, total),
+            -(allocatable if allocatable is not None else float("inf")),
+            -self.order,
+        )
+
+
+def build_queues(snapshot: Snapshot) -> dict[str, QueueState]:
+    """Projects and departments of the snapshot, linked into their hierarchy (R2.11)."""
+    queues: dict[str, QueueState] = {}
+    for dept in snapshot.departments:
+        queues[dept.name] = _queue(dept, is_project=False)
+    for project in snapshot.projects:
+        queue = _queue(project, is_project=True, node_pools=tuple(project.node_pools))
+        queues[project.name] = queue
+        parent = queues.get(project.department) if project.department else None
+        if parent is not None and not parent.is_project:
+            queue.parent = parent
+            parent.children.append(queue)
+    return queues
+
+
+def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
+    weight = spec.quota if spec.over_quota_weight is None else spec.over_quota_weight
+    deserved = None if spec.quota is not None and spec.quota < 0 else to_milli(spec.quota)
+    limit = None if spec.limit is None or spec.limit < 0 else to_milli(spec.limit)
+    return QueueState(
+        spec.name, deserved, limit, float(weight), spec.priority, spec.order, is_project, node_pools
+    )
+
+
+def compute_fair_shares(
+    queues: dict[str, QueueState], jobs: list[Job], total: int, usage: dict, k_value: float
+) -> None:
+    """Set every queue's fair share from the snapshot's requests (R2.4-R2.11).
+
+    A queue's request is the GPUs of its allocated and pending jobs, summed up the hierarchy.
+    """
+    request: dict[str, int] = dict.fromkeys(queues, 0)
+    for job in jobs:
+        queue = queues.get(job.project)
+        while queue is not None:
+            request[queue.name] += job.milli_total
+            queue = queue.parent
+    shares = {
+        name: Share(
+            name=name,
+            deserved=q.deserved,
+            limit=q.limit,
+            weight=q.weight,
+            request=request[name],
+            priority=q.priority,
+            order=q.order,
+            usage=float(usage.get(name, 0.0)),
+        )
+        for name, q in queues.items()
+    }
+    for name, q in queues.items():
+        shares[name].children = [shares[c.name] for c in q.children]
+    top = [shares[name] for name, q in queues.items() if q.parent is None]
+    divide_tree(total, top, k_value)
+    for name, q in queues.items():
+        q.fair_share = shares[name].fair_share

@@ -1,0 +1,107 @@
+"""One cycle's working state: queues with fair shares, the cluster, decisions and reasons.
+
+Fair shares are computed once when the session opens (R1.2); allocated counters then move with
+every placement and eviction. Actions read and change the session; :meth:`Session.plan` turns it
+into the immutable :class:`~scheduler.model.Plan`.
+"""
+
+from __future__ import annotations
+
+from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
+from .queues import QueueState, build_queues, compute_fair_shares
+from .state import ClusterState
+
+
+def gpus(milli: int | None) -> str:
+    """Thousandths of a GPU in plain words: 2000 -> '2 GPUs', 500 -> '0.5 GPU'."""
+    if milli is None:
+        return "unlimited GPUs"
+    value = from_milli(milli)
+    text = f"{value:g}"
+    return f"{text} GPU" if value <= 1 else f"{text} GPUs"
+
+
+class Session:
+    """The state every action of one cycle shares."""
+
+    def __init__(self, snapshot: Snapshot, policy: Policy):
+        self.policy = policy
+        self.queues: dict[str, QueueState] = build_queues(snapshot)
+        jobs = [j for j in snapshot.jobs if j.project in self.queues and j.milli_per_pod >= 0]
+        self.total = sum(to_milli(n.gpus) for n in snapshot.nodes if n.ready)  # R2.6
+        compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
+        self.state = ClusterState(snapshot.nodes, self.queues, jobs)
+        self.jobs = jobs
+        self.decisions: list[Decision] = []
+        self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
+        self.reasons: dict[JobKey, str] = {}
+        self.hard_blocked: set[JobKey] = set()  # blocked by a limit or quota (R3), not by room
+
+    # ------------------------------------------------------------------ what actions look at
+    def pending(self) -> list[Job]:
+        """Jobs waiting for GPUs; jobs evicted in this cycle are still releasing (R1.3)."""
+        return [
+            j for j in self.jobs if not self.state.is_running(j.key) and j.key not in self.touched
+        ]
+
+    def running_untouched(self) -> list[Job]:
+        """Jobs running since before this cycle and not moved or evicted in it."""
+        return [j for j in self.jobs if self.state.is_running(j.key) and j.key not in self.touched]
+
+    def queue(self, job: Job) -> QueueState:
+        """The job's project."""
+        return self.queues[job.project]
+
+    # ------------------------------------------------------------------ capacity checks (R3)
+    def capacity_block(self, job: Job) -> str | None:
+        """Why the job cannot be placed right now under its project's and ancestors' limit
+        (R3.1) and, for a non-preemptible job, quota (R3.2); None when it may be placed."""
+        amount = job.milli_total
+        for queue in self.queue(job).path()[::-1]:
+            if queue.limit is not None and queue.allocated + amount > queue.limit:
+                return (
+                    f"would exceed {queue.name}'s limit of {gpus(queue.limit)}: "
+                    f"{gpus(queue.allocated)} in use + {gpus(amount)} requested (R3.1)"
+                )
+            if (
+                not job.preemptible
+                and queue.deserved is not None
+                and queue.allocated_np + amount > queue.deserved
+            ):
+                return (
+                    f"interactive jobs of {queue.name} would exceed its quota of "
+                    f"{gpus(queue.deserved)}: {gpus(queue.allocated_np)} in use + "
+                    f"{gpus(amount)} requested (R3.2)"
+                )
+        return None
+
+    # ------------------------------------------------------------------ recording
+    def record(self, kind: str, job: Job, action: str, reason: str, placement=(), beneficiary=None):
+        """Append a decision and mark the job as handled in this cycle."""
+        self.decisions.append(
+            Decision(kind, job.key, action, reason, tuple(placement), beneficiary)
+        )
+        self.touched.add(job.key)
+        if kind != "evict":
+            self.reasons.pop(job.key, None)
+
+    def plan(self) -> Plan:
+        """The immutable result of the cycle."""
+        fair = {name: from_milli(q.fair_share) for name, q in self.queues.items()}
+        allocated = {name: from_milli(q.allocated) for name, q in self.queues.items()}
+        reasons = {}
+        for job in self.jobs:
+            if not self.state.is_running(job.key):
+                reasons[job.key] = self.reasons.get(job.key) or self.default_reason(job)
+        return Plan(tuple(self.decisions), fair, reasons, allocated)
+
+    def default_reason(self, job: Job) -> str:
+        """Reason for a job no action looked at (evicted in this cycle, or never reached)."""
+        if job.key in self.touched:
+            return "evicted in this cycle; waits for its GPUs to be released (R1.3)"
+        return "waiting for its turn in the queue (R4.4)"
+
+
+def nodes_of(placement: tuple[PodPlacement, ...]) -> str:
+    """'dgx1-1' or 'dgx1-1, dgx1-2' for a reason text."""
+    return ", ".join(dict.fromkeys(p.node for p in placement))

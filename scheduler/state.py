@@ -1,0 +1,215 @@
+"""The mutable cluster state of one cycle, with checkpoint and rollback (KAI's `Statement`).
+
+Devices hold thousandths of a GPU. A device is *idle* when nothing uses it, *releasing* when an
+eviction earlier in this cycle emptied it (R1.3), and *shared* while it holds fractions (R5.4).
+Every change goes through :meth:`ClusterState._set_device`, :meth:`_set_placement` or the queue
+counters, each of which records how to undo itself, so an action can try a placement or a victim
+set and roll it back. Nodes are indexed by their count of free whole devices so that the fullest
+fitting node (R5.2) is found without scanning the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .model import Job, JobKey, Node, PodPlacement
+from .queues import QueueState
+
+FULL = 1000
+
+
+class NodeState:
+    """One node's devices and derived counters."""
+
+    __slots__ = ("eligible", "gpus", "name", "pool", "releasing", "used", "whole_free")
+
+    def __init__(self, node: Node):
+        self.name = node.name
+        self.pool = node.pool
+        self.gpus = node.gpus
+        self.eligible = node.ready and node.schedulable
+        self.used = [0] * node.gpus
+        self.releasing = [False] * node.gpus
+        self.whole_free = node.gpus
+
+    def idle_whole(self) -> int:
+        """Free devices that are not releasing (R5.1 availability)."""
+        return sum(1 for u, r in zip(self.used, self.releasing, strict=True) if u == 0 and not r)
+
+    def has_releasing(self) -> bool:
+        """True when an eviction of this cycle left a device free here."""
+        return any(self.releasing)
+
+    def shared_room(self, milli: int) -> list[int]:
+        """Indexes of shared devices with room for `milli` (R5.4)."""
+        return [i for i, u in enumerate(self.used) if 0 < u < FULL and FULL - u >= milli]
+
+    def has_shared_room(self) -> bool:
+        """True when some shared device can take more fractions."""
+        return any(0 < u < FULL for u in self.used)
+
+
+class PoolIndex:
+    """Eligible nodes of one pool by free whole devices; nodes touched by evictions apart."""
+
+    def __init__(self, max_gpus: int):
+        self.buckets: list[set[str]] = [set() for _ in range(max_gpus + 1)]
+        self.touched: set[str] = set()
+        self.shared: set[str] = set()
+        self.members: set[str] = set()
+
+
+class ClusterState:
+    """Nodes, queues and job placements of one cycle, changed only through journaled steps."""
+
+    def __init__(self, nodes: Iterable[Node], queues: dict[str, QueueState], jobs: Iterable[Job]):
+        self.nodes: dict[str, NodeState] = {n.name: NodeState(n) for n in nodes}
+        self.queues = queues
+        self.jobs: dict[JobKey, Job] = {}
+        self.placement: dict[JobKey, tuple[PodPlacement, ...]] = {}
+        self.journal: list[tuple] = []
+        max_gpus = max((n.gpus for n in self.nodes.values()), default=0)
+        self.max_gpus = max_gpus
+        self.pools: dict[str, PoolIndex] = {}
+        for node in self.nodes.values():
+            if node.eligible:
+                index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
+                index.members.add(node.name)
+                index.buckets[node.whole_free].add(node.name)
+        for job in jobs:
+            self.jobs[job.key] = job
+            if job.placement:
+                self._load_placement(job)
+
+    # ----------------------------------------------------------------------------- loading
+    def _load_placement(self, job: Job) -> None:
+        """Account a job running at snapshot time (no journal: this is the starting point)."""
+        for pod in job.placement:
+            node = self.nodes.get(pod.node)
+            if node is None:
+                continue
+            for device in pod.devices:
+                if device < node.gpus:
+                    self._apply_device(
+                        node, device, node.used[device] + _pod_milli(job, pod), False
+                    )
+        self.placement[job.key] = job.placement
+        self._count(job, +1)
+        self.journal.clear()
+
+    # ----------------------------------------------------------------------------- journal
+    def checkpoint(self) -> int:
+        """A point to roll back to."""
+        return len(self.journal)
+
+    def rollback(self, checkpoint: int) -> None:
+        """Undo every change made since `checkpoint`, newest first."""
+        while len(self.journal) > checkpoint:
+            entry = self.journal.pop()
+            kind = entry[0]
+            if kind == "device":
+                _, node, device, used, releasing = entry
+                self._apply_device(node, device, used, releasing)
+            elif kind == "placement":
+                _, key, old = entry
+                if old is None:
+                    self.placement.pop(key, None)
+                else:
+                    self.placement[key] = old
+            elif kind == "count":
+                _, job, sign = entry
+                self._count(self.jobs[job], -sign, journal=False)
+
+    def commit(self, checkpoint: int) -> None:
+        """Keep the changes since `checkpoint`; forget how to undo them at the outermost level."""
+        if checkpoint == 0:
+            self.journal.clear()
+
+    # ----------------------------------------------------------------------------- devices
+    def _apply_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
+        was_free = node.used[device] == 0
+        node.used[device] = used
+        node.releasing[device] = releasing if used == 0 else False
+        now_free = used == 0
+        index = self.pools.get(node.pool) if node.eligible else None
+        if was_free != now_free:
+            if index is not None and node.name not in index.touched:
+                index.buckets[node.whole_free].discard(node.name)
+            node.whole_free += 1 if now_free else -1
+            if index is not None and node.name not in index.touched:
+                index.buckets[node.whole_free].add(node.name)
+        if index is None:
+            return
+        self._reindex_touched(node, index)
+        if node.has_shared_room():
+            index.shared.add(node.name)
+        else:
+            index.shared.discard(node.name)
+
+    def _reindex_touched(self, node: NodeState, index: PoolIndex) -> None:
+        releasing = node.has_releasing()
+        if releasing and node.name not in index.touched:
+            index.buckets[node.whole_free].discard(node.name)
+            index.touched.add(node.name)
+        elif not releasing and node.name in index.touched:
+            index.touched.discard(node.name)
+            index.buckets[node.whole_free].add(node.name)
+
+    def _set_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
+        self.journal.append(("device", node, device, node.used[device], node.releasing[device]))
+        self._apply_device(node, device, used, releasing)
+
+    # ----------------------------------------------------------------------------- jobs
+    def _count(self, job: Job, sign: int, journal: bool = True) -> None:
+        """Add (sign=+1) or remove (-1) the job's GPUs to its project and every ancestor."""
+        amount = sign * job.milli_total
+        queue = self.queues.get(job.project)
+        while queue is not None:
+            queue.allocated += amount
+            if not job.preemptible:
+                queue.allocated_np += amount
+            queue = queue.parent
+        if journal:
+            self.journal.append(("count", job.key, sign))
+
+    def _set_placement(self, key: JobKey, value: tuple[PodPlacement, ...] | None) -> None:
+        self.journal.append(("placement", key, self.placement.get(key)))
+        if value is None:
+            self.placement.pop(key, None)
+        else:
+            self.placement[key] = value
+
+    def place(self, job: Job, placement: tuple[PodPlacement, ...]) -> None:
+        """Put the job's pods on their devices and count its GPUs (journaled)."""
+        for pod in placement:
+            node = self.nodes[pod.node]
+            for device in pod.devices:
+                self._set_device(node, device, node.used[device] + _pod_milli(job, pod), False)
+        self._set_placement(job.key, placement)
+        self._count(job, +1)
+
+    def unplace(self, job: Job) -> tuple[PodPlacement, ...]:
+        """Take the job off its devices; emptied devices become releasing (journaled)."""
+        placement = self.placement[job.key]
+        for pod in placement:
+            node = self.nodes.get(pod.node)
+            if node is None:
+                continue
+            for device in pod.devices:
+                if device < node.gpus:
+                    used = max(0, node.used[device] - _pod_milli(job, pod))
+                    self._set_device(node, device, used, used == 0)
+        self._set_placement(job.key, None)
+        self._count(job, -1)
+        return placement
+
+    def is_running(self, key: JobKey) -> bool:
+        """True when the job holds a placement in the current state."""
+        return key in self.placement
+
+
+def _pod_milli(job: Job, pod: PodPlacement) -> int:
+    """Thousandths one pod holds on each of its devices."""
+    if job.gpus >= 1:
+        return FULL
+    return round(pod.share * FULL) if pod.share < 1 else job.milli_per_pod
