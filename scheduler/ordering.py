@@ -116,12 +116,17 @@ class VictimQueue:
         queues: dict[str, QueueState],
         total: int,
         alive: Callable[[Job], bool],
+        base: dict[str, int] | None = None,
     ):
         self.lists = by_queue
         self.queues = queues
         self.total = total
         self.alive = alive
-        self.cursor = dict.fromkeys(by_queue, 0)
+        # `base` is shared by the victim queues of one action: the first entry of each list
+        # that may still be alive. Evictions committed in a cycle are final, so skipping past
+        # them once keeps later searches from walking the same dead entries again.
+        self.base = base if base is not None else {}
+        self.cursor = {name: self.base.get(name, 0) for name in by_queue}
         self.taken: dict[str, int] = {}
 
     def _next_of(self, name: str) -> Job | None:
@@ -129,6 +134,8 @@ class VictimQueue:
         index = self.cursor[name]
         while index < len(jobs) and not self.alive(jobs[index]):
             index += 1
+            if self.base.get(name, 0) == index - 1:
+                self.base[name] = index
         self.cursor[name] = index
         return jobs[index] if index < len(jobs) else None
 
@@ -161,3 +168,48 @@ class VictimQueue:
             (*q.victim_key(self._taken(q), job.milli_total, self.total), q.name)
             for q in leaf.path()
         )
+
+
+class ActionVictims:
+    """The running preemptible jobs an action may take victims from, grouped by project and
+    sorted once per action in R8.1 order; each search gets a :class:`VictimQueue` over some of
+    the projects."""
+
+    def __init__(
+        self,
+        jobs: Iterable[Job],
+        queues: dict[str, QueueState],
+        total: int,
+        alive: Callable[[Job], bool],
+    ):
+        self.by_queue: dict[str, list[Job]] = {}
+        for job in jobs:
+            if job.preemptible:
+                self.by_queue.setdefault(job.project, []).append(job)
+        for listed in self.by_queue.values():
+            listed.sort(key=victim_order_key)
+        self.queues = queues
+        self.total = total
+        self.alive = alive
+        self.base: dict[str, int] = {}
+
+    def lowest_priority(self, project: str) -> int | None:
+        """Priority of the project's lowest-priority victim still alive, or None."""
+        jobs = self.by_queue.get(project, ())
+        index = self.base.get(project, 0)
+        while index < len(jobs) and not self.alive(jobs[index]):
+            index += 1
+        self.base[project] = index
+        if index < len(jobs):
+            return jobs[index].priority_value
+        return None
+
+    def queue(
+        self, projects: Iterable[str], keep: Callable[[Job], bool] | None = None
+    ) -> VictimQueue:
+        """Victims from `projects` (optionally only jobs `keep` accepts), in R8.1 order."""
+        lists = {p: self.by_queue[p] for p in projects if p in self.by_queue}
+        if keep is None:
+            return VictimQueue(lists, self.queues, self.total, self.alive, self.base)
+        lists = {p: [j for j in jobs if keep(j)] for p, jobs in lists.items()}
+        return VictimQueue(lists, self.queues, self.total, self.alive)

@@ -8,6 +8,7 @@ into the immutable :class:`~scheduler.model.Plan`.
 from __future__ import annotations
 
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
+from .ordering import ActionVictims
 from .queues import QueueState, build_queues, compute_fair_shares
 from .state import ClusterState
 
@@ -47,6 +48,14 @@ class Session:
     def running_untouched(self) -> list[Job]:
         """Jobs running since before this cycle and not moved or evicted in it."""
         return [j for j in self.jobs if self.state.is_running(j.key) and j.key not in self.touched]
+
+    def alive(self, job: Job) -> bool:
+        """Still running and not yet moved or evicted in this cycle: a possible victim."""
+        return job.key not in self.touched and self.state.is_running(job.key)
+
+    def victims(self) -> ActionVictims:
+        """Running preemptible jobs grouped for one action's victim searches (R8.1)."""
+        return ActionVictims(self.running_untouched(), self.queues, self.total, self.alive)
 
     def queue(self, job: Job) -> QueueState:
         """The job's project."""

@@ -57,6 +57,8 @@ class PoolIndex:
         self.touched: set[str] = set()
         self.shared: set[str] = set()
         self.members: set[str] = set()
+        self.free_milli = 0  # idle + releasing thousandths over the pool's devices
+        self.largest = 0  # GPUs of the pool's largest eligible node
 
 
 class ClusterState:
@@ -75,6 +77,8 @@ class ClusterState:
             if node.eligible:
                 index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
                 index.members.add(node.name)
+                index.free_milli += node.gpus * FULL
+                index.largest = max(index.largest, node.gpus)
                 index.buckets[node.whole_free].add(node.name)
         for job in jobs:
             self.jobs[job.key] = job
@@ -128,6 +132,7 @@ class ClusterState:
     # ----------------------------------------------------------------------------- devices
     def _apply_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
         was_free = node.used[device] == 0
+        delta = node.used[device] - used
         node.used[device] = used
         node.releasing[device] = releasing if used == 0 else False
         now_free = used == 0
@@ -140,6 +145,7 @@ class ClusterState:
                 index.buckets[node.whole_free].add(node.name)
         if index is None:
             return
+        index.free_milli += delta
         self._reindex_touched(node, index)
         if node.has_shared_room():
             index.shared.add(node.name)

@@ -36,11 +36,10 @@ def no_fit_reason(session: Session, job: Job) -> str:
     """Why no node can take the job now, in plain words (R5.3, R5.4, R6.1)."""
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
-    indexes = pools_for(session.state, job)
-    sizes = [session.state.nodes[n].gpus for index in indexes for n in index.members]
-    if not sizes:
+    largest = max((index.largest for index in pools_for(session.state, job)), default=0)
+    if not largest:
         return f"no ready node {where} (R5)"
-    if job.gpus >= 1 and job.whole_devices_per_pod > max(sizes):
+    if job.gpus >= 1 and job.whole_devices_per_pod > largest:
         return f"no node {where} has {gpus(job.milli_per_pod)} (R5.3)"
     if job.pods > 1:
         return (

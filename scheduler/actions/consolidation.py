@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..ordering import JobQueues
 from ..placement import pools_for
 from ..session import Session, nodes_of
-from ..state import FULL
 from .eviction import solve
 from .signatures import FailedJobs
 
@@ -15,25 +14,17 @@ def consolidate(session: Session) -> None:
     try moving up to `max_consolidation_preemptees` running preemptible jobs of any project;
     a scenario counts only if every moved job found a new place. Interactive jobs are never
     moved (R7.3)."""
+    if not any(index.free_milli for index in session.state.pools.values()):
+        return  # a full cluster leaves nothing to consolidate into
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
+    pool = session.victims()
     while (job := queue.pop()) is not None:
         if not job.preemptible or failed.skip(job) or session.capacity_block(job):
             continue
         if _free_milli(session, job) < job.milli_total:
             continue
-        by_queue: dict[str, list] = {}
-        for other in session.running_untouched():
-            if other.preemptible:
-                by_queue.setdefault(other.project, []).append(other)
-        for jobs in by_queue.values():
-            jobs.sort(key=victim_order_key)
-        victims = VictimQueue(
-            by_queue,
-            session.queues,
-            session.total,
-            lambda j: session.state.is_running(j.key) and j.key not in session.touched,
-        )
+        victims = pool.queue(pool.by_queue)
         outcome = solve(
             session,
             job,
@@ -64,8 +55,4 @@ def consolidate(session: Session) -> None:
 
 def _free_milli(session: Session, job) -> int:
     """Idle and releasing GPUs the job's pools hold in total."""
-    total = 0
-    for index in pools_for(session.state, job):
-        for name in index.members:
-            total += sum(FULL - u for u in session.state.nodes[name].used)
-    return total
+    return sum(index.free_milli for index in pools_for(session.state, job))

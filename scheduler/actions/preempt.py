@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import Job
-from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..ordering import JobQueues
 from ..session import Session, nodes_of
 from .eviction import solve
 from .signatures import FailedJobs
@@ -16,24 +16,16 @@ def preempt(session: Session) -> None:
     so at its limit a project's interactive job can displace its own train job."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
+    pool = session.victims()
     while (job := queue.pop()) is not None:
         if not job.preemptible and _over_quota(session, job):
             continue
         if failed.skip(job):
             continue
-        victims = [
-            j
-            for j in session.running_untouched()
-            if j.project == job.project and j.preemptible and j.priority_value < job.priority_value
-        ]
-        if not victims:
+        lowest = pool.lowest_priority(job.project)
+        if lowest is None or lowest >= job.priority_value:
             continue
-        ordered = VictimQueue(
-            {job.project: sorted(victims, key=victim_order_key)},
-            session.queues,
-            session.total,
-            lambda j: session.state.is_running(j.key) and j.key not in session.touched,
-        )
+        ordered = pool.queue([job.project], keep=lambda j: j.priority_value < job.priority_value)
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import Job
-from ..ordering import JobQueues, VictimQueue, victim_order_key
+from ..ordering import JobQueues
 from ..queues import QueueState
 from ..session import Session, gpus, nodes_of
 from .eviction import Outcome, solve
@@ -15,6 +15,7 @@ def reclaim(session: Session) -> None:
     other projects' preemptible jobs (R9.3) that the validator accepts (R9.4, R9.5)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
+    pool = session.victims()
     while (job := queue.pop()) is not None:
         blocked = can_reclaim(session, job)
         if blocked:
@@ -23,9 +24,7 @@ def reclaim(session: Session) -> None:
             continue
         if failed.skip(job) or session.capacity_block(job):
             continue
-        victims = VictimQueue(
-            candidates(session, job), session.queues, session.total, _alive(session)
-        )
+        victims = pool.queue(candidate_projects(session, job, pool.by_queue))
         outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
         if outcome is None:
             failed.add(job)
@@ -66,24 +65,17 @@ def victim_queue_qualifies(reclaimer: QueueState, victim: QueueState, demand: in
     return allocatable is not None and victim.allocated > allocatable
 
 
-def candidates(session: Session, job: Job) -> dict[str, list[Job]]:
-    """Running preemptible jobs of other projects whose levelled queue qualifies (R9.3)."""
+def candidate_projects(session: Session, job: Job, holders) -> list[str]:
+    """Other projects holding preemptible jobs whose levelled queue qualifies (R9.3)."""
     mine = session.queue(job)
-    by_queue: dict[str, list[Job]] = {}
-    for other in session.running_untouched():
-        if other.project == job.project or not other.preemptible:
+    chosen = []
+    for name in holders:
+        if name == job.project:
             continue
-        by_queue.setdefault(other.project, []).append(other)
-    kept = {}
-    for name, jobs in by_queue.items():
         reclaimer, victim = levelled(mine, session.queues[name])
         if victim_queue_qualifies(reclaimer, victim, job.milli_total):
-            kept[name] = sorted(jobs, key=victim_order_key)
-    return kept
-
-
-def _alive(session: Session):
-    return lambda j: session.state.is_running(j.key) and j.key not in session.touched
+            chosen.append(name)
+    return chosen
 
 
 def reclaimable(session: Session, job: Job, evicted: list[Job], before: dict) -> bool:

@@ -1,0 +1,146 @@
+"""`python -m scheduler.bench`: time the scheduling core on KAI's scale-test shapes.
+
+Scenarios (SCHEDULING.md §14):
+- ``fill``: every job pending on an empty cluster; one cycle must start them all.
+- ``reclaim``: the cluster full of one over-quota project's single-GPU jobs; every other project
+  then asks for its quota; cycles until settled.
+- ``steady``: a full cluster with every project at its fair share and `--jobs` more jobs pending;
+  one cycle that (correctly) decides nothing.
+
+The last line of ``--json`` output is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from .apply import apply_plan
+from .cycle import plan_cycle
+from .model import Job, Node, PodPlacement, Policy, Project, Snapshot
+
+
+def _cluster(nodes: int, gpus: int, projects: int) -> tuple[tuple[Node, ...], tuple[Project, ...]]:
+    total = nodes * gpus
+    quota = total / projects
+    node_list = tuple(Node(f"node-{i:05d}", gpus) for i in range(nodes))
+    project_list = tuple(Project(f"p{i:03d}", quota, order=i) for i in range(projects))
+    return node_list, project_list
+
+
+def fill_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+    """`jobs` single-GPU jobs spread round-robin over the projects, all pending."""
+    node_list, project_list = _cluster(nodes, gpus, projects)
+    job_list = tuple(Job(f"p{i % projects:03d}", f"j{i:06d}", 1, order=i) for i in range(jobs))
+    return Snapshot(nodes=node_list, projects=project_list, jobs=job_list)
+
+
+def _running(project: str, start: int, count: int, nodes: tuple[Node, ...], gpus: int):
+    """`count` single-GPU jobs of `project` filling devices in node order from slot `start`."""
+    jobs = []
+    for k in range(count):
+        slot = start + k
+        node = nodes[slot // gpus]
+        placement = (PodPlacement(node.name, (slot % gpus,)),)
+        jobs.append(Job(project, f"r{slot:06d}", 1, order=slot, placement=placement))
+    return jobs
+
+
+def reclaim_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+    """Project p000 holds every GPU; every other project asks for its quota in 1-GPU jobs."""
+    node_list, project_list = _cluster(nodes, gpus, projects)
+    total = nodes * gpus
+    running = _running("p000", 0, min(jobs, total), node_list, gpus)
+    quota = int(total // projects)
+    pending = [
+        Job(p.name, f"q{i:03d}-{k:06d}", 1, order=total + i * quota + k)
+        for i, p in enumerate(project_list[1:])
+        for k in range(quota)
+    ]
+    return Snapshot(nodes=node_list, projects=project_list, jobs=tuple(running + pending))
+
+
+def steady_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+    """Every project holds exactly its quota; `jobs` more single-GPU jobs wait."""
+    node_list, project_list = _cluster(nodes, gpus, projects)
+    total = nodes * gpus
+    quota = total // projects
+    running = []
+    for i, p in enumerate(project_list):
+        running += _running(p.name, i * quota, quota, node_list, gpus)
+    pending = [Job(f"p{i % projects:03d}", f"w{i:06d}", 1, order=total + i) for i in range(jobs)]
+    return Snapshot(nodes=node_list, projects=project_list, jobs=tuple(running + pending))
+
+
+BUILDERS = {"fill": fill_snapshot, "reclaim": reclaim_snapshot, "steady": steady_snapshot}
+
+
+def run(scenario: str, nodes: int, gpus: int, projects: int, jobs: int, max_cycles: int = 50):
+    """Build the shape, run cycles until one decides nothing (fill: one cycle), time them."""
+    build_start = time.perf_counter()
+    snapshot = BUILDERS[scenario](nodes, gpus, projects, jobs)
+    build_s = time.perf_counter() - build_start
+    policy = Policy()
+    started = evicted = cycles = 0
+    slowest = 0.0
+    total_start = time.perf_counter()
+    for _ in range(1 if scenario in ("fill", "steady") else max_cycles):
+        t0 = time.perf_counter()
+        plan = plan_cycle(snapshot, policy)
+        slowest = max(slowest, time.perf_counter() - t0)
+        cycles += 1
+        started += sum(1 for d in plan.decisions if d.kind == "start")
+        evicted += sum(1 for d in plan.decisions if d.kind == "evict")
+        if plan.empty:
+            break
+        snapshot = apply_plan(snapshot, plan)
+    total_s = time.perf_counter() - total_start
+    running = sum(1 for j in snapshot.jobs if j.running)
+    return {
+        "scenario": scenario,
+        "nodes": nodes,
+        "gpus_per_node": gpus,
+        "projects": projects,
+        "jobs": jobs,
+        "started": started,
+        "evicted": evicted,
+        "running": running,
+        "pending": len(snapshot.jobs) - running,
+        "cycles": cycles,
+        "cycle_s": round(slowest, 4),
+        "total_s": round(total_s, 4),
+        "build_s": round(build_s, 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m scheduler.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--scenario", choices=sorted(BUILDERS), default="fill")
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--projects", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=4000)
+    parser.add_argument("--json", action="store_true", help="end with one JSON object")
+    args = parser.parse_args(argv)
+    result = run(args.scenario, args.nodes, args.gpus_per_node, args.projects, args.jobs)
+    print(
+        f"{result['scenario']}: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
+        f"{args.projects} projects, {args.jobs} jobs -> started {result['started']}, "
+        f"evicted {result['evicted']} in {result['cycles']} cycle(s); slowest cycle "
+        f"{result['cycle_s']:.3f} s, total {result['total_s']:.3f} s",
+        file=sys.stderr if args.json else sys.stdout,
+    )
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
