@@ -128,8 +128,19 @@ class VictimQueue:
         self.base = base if base is not None else {}
         self.cursor = {name: self.base.get(name, 0) for name in by_queue}
         self.taken: dict[str, int] = {}
+        self.need: int | None = None  # set by `smallest_sufficient`
+        self.popped: set = set()
+
+    def smallest_sufficient(self, demand: int) -> VictimQueue:
+        """Allot's option for E5: inside a project, among its lowest-priority candidates, take
+        the smallest job that alone covers what is still needed (newest first on ties), and
+        fall back to KAI's newest-first order when none does. Off by default."""
+        self.need = demand
+        return self
 
     def _next_of(self, name: str) -> Job | None:
+        if self.need is not None:
+            return self._smallest_sufficient_of(name)
         jobs = self.lists[name]
         index = self.cursor[name]
         while index < len(jobs) and not self.alive(jobs[index]):
@@ -138,6 +149,19 @@ class VictimQueue:
                 self.base[name] = index
         self.cursor[name] = index
         return jobs[index] if index < len(jobs) else None
+
+    def _smallest_sufficient_of(self, name: str) -> Job | None:
+        alive = [j for j in self.lists[name] if j.key not in self.popped and self.alive(j)]
+        if not alive:
+            return None
+        lowest = [j for j in alive if j.priority_value == alive[0].priority_value]
+        still_needed = self.need - sum(
+            v for k, v in self.taken.items() if self.queues[k].parent is None
+        )
+        covering = [j for j in lowest if j.milli_total >= still_needed]
+        if not covering:
+            return alive[0]
+        return min(covering, key=lambda j: (j.milli_total, -j.order))
 
     def _taken(self, queue: QueueState) -> int:
         return self.taken.get(queue.name, 0)
@@ -155,7 +179,9 @@ class VictimQueue:
                     best, best_key = job, key
             if best is None:
                 return
-            self.cursor[best.project] += 1
+            if self.need is None:
+                self.cursor[best.project] += 1
+            self.popped.add(best.key)
             queue: QueueState | None = self.queues[best.project]
             while queue is not None:
                 self.taken[queue.name] = self._taken(queue) + best.milli_total
@@ -181,7 +207,9 @@ class ActionVictims:
         queues: dict[str, QueueState],
         total: int,
         alive: Callable[[Job], bool],
+        smallest_sufficient: bool = False,
     ):
+        self.smallest = smallest_sufficient
         self.by_queue: dict[str, list[Job]] = {}
         for job in jobs:
             if job.preemptible:
@@ -205,11 +233,14 @@ class ActionVictims:
         return None
 
     def queue(
-        self, projects: Iterable[str], keep: Callable[[Job], bool] | None = None
+        self, projects: Iterable[str], demand: int, keep: Callable[[Job], bool] | None = None
     ) -> VictimQueue:
-        """Victims from `projects` (optionally only jobs `keep` accepts), in R8.1 order."""
+        """Victims from `projects` (optionally only jobs `keep` accepts) for a job asking
+        `demand` thousandths, in R8.1 order (or the E5 option's)."""
         lists = {p: self.by_queue[p] for p in projects if p in self.by_queue}
         if keep is None:
-            return VictimQueue(lists, self.queues, self.total, self.alive, self.base)
-        lists = {p: [j for j in jobs if keep(j)] for p, jobs in lists.items()}
-        return VictimQueue(lists, self.queues, self.total, self.alive)
+            victims = VictimQueue(lists, self.queues, self.total, self.alive, self.base)
+        else:
+            lists = {p: [j for j in jobs if keep(j)] for p, jobs in lists.items()}
+            victims = VictimQueue(lists, self.queues, self.total, self.alive)
+        return victims.smallest_sufficient(demand) if self.smallest else victims

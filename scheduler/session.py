@@ -55,7 +55,13 @@ class Session:
 
     def victims(self) -> ActionVictims:
         """Running preemptible jobs grouped for one action's victim searches (R8.1)."""
-        return ActionVictims(self.running_untouched(), self.queues, self.total, self.alive)
+        return ActionVictims(
+            self.running_untouched(),
+            self.queues,
+            self.total,
+            self.alive,
+            smallest_sufficient=self.policy.victim_order == "smallest_sufficient",
+        )
 
     def queue(self, job: Job) -> QueueState:
         """The job's project."""

@@ -24,7 +24,7 @@ def consolidate(session: Session) -> None:
             continue
         if _free_milli(session, job) < job.milli_total:
             continue
-        victims = pool.queue(pool.by_queue)
+        victims = pool.queue(pool.by_queue, job.milli_total)
         outcome = solve(
             session,
             job,

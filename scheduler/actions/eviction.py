@@ -95,31 +95,24 @@ def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
     """R8.2: can idle + releasing + freed GPUs hold the job's pods even greedily? A necessary
     condition only; the simulation decides."""
     freed = _freed_by_node(session, victims)
-    allowed = {n for index in pools_for(session.state, job) for n in index.members}
-    pods = 0
+    indexes = pools_for(session.state, job)
+    allowed = {n for index in indexes for n in index.members}
+    if job.gpus < 1:
+        free = sum(index.free_milli for index in indexes)
+        free += sum(sum(d.values()) for n, d in freed.items() if n in allowed)
+        return free >= job.milli_total
     per_pod = job.whole_devices_per_pod
-    for index in pools_for(session.state, job):
+    pods = 0
+    for index in indexes:
         for count, bucket in enumerate(index.buckets):
             untouched = len(bucket) - sum(1 for name in freed if name in bucket)
-            pods += _pods_on(count, count * FULL, per_pod, job) * untouched
+            pods += count // per_pod * untouched
         for name in index.touched - freed.keys():
-            node = session.state.nodes[name]
-            pods += _pods_on(node.whole_free, sum(FULL - u for u in node.used), per_pod, job)
+            pods += session.state.nodes[name].whole_free // per_pod
     for name, per_device in freed.items():
         if name in allowed:
-            whole, milli = _capacity_after(session, name, per_device)
-            pods += _pods_on(whole, milli, per_pod, job)
-        if pods >= job.pods:
-            return True
+            pods += _capacity_after(session, name, per_device)[0] // per_pod
     return pods >= job.pods
-
-
-def _pods_on(whole: int, milli: int, per_pod: int, job: Job) -> int:
-    if per_pod:
-        return whole // per_pod
-    if job.milli_per_pod == 0:
-        return job.pods
-    return milli // job.milli_per_pod
 
 
 def scenarios(session: Session, job: Job, accumulated: list[Job], latest: Job):

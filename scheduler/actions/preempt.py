@@ -25,7 +25,9 @@ def preempt(session: Session) -> None:
         lowest = pool.lowest_priority(job.project)
         if lowest is None or lowest >= job.priority_value:
             continue
-        ordered = pool.queue([job.project], keep=lambda j: j.priority_value < job.priority_value)
+        ordered = pool.queue(
+            [job.project], job.milli_total, keep=lambda j: j.priority_value < job.priority_value
+        )
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)

@@ -24,7 +24,7 @@ def reclaim(session: Session) -> None:
             continue
         if failed.skip(job) or session.capacity_block(job):
             continue
-        victims = pool.queue(candidate_projects(session, job, pool.by_queue))
+        victims = pool.queue(candidate_projects(session, job, pool.by_queue), job.milli_total)
         outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
         if outcome is None:
             failed.add(job)
