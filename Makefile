@@ -30,9 +30,10 @@ replay: $(STAMP)
 	$(PY) -m scheduler.replay ../shared/scenarios/tr4858.json
 
 bench: $(STAMP)
-	$(PY) -m scheduler.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000
-	$(PY) -m scheduler.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000
-	$(PY) -m scheduler.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000
+	$(PY) -m scheduler.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
+	$(PY) -m scheduler.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
+	$(PY) -m scheduler.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
+	$(PY) -m scheduler.bench --sweep
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -115,6 +115,22 @@ def run(scenario: str, nodes: int, gpus: int, projects: int, jobs: int, max_cycl
     }
 
 
+SWEEP = {
+    "fill": [(125, 1000), (250, 2000), (500, 4000)],
+    "reclaim": [(125, 1000), (250, 2000), (500, 4000)],
+    "steady": [(500, 2500), (1000, 5000), (2000, 10000)],
+}
+
+
+def sweep(gpus: int, projects: int) -> list[dict]:
+    """Each shape at three sizes (nodes and jobs doubling), to show how cost grows."""
+    rows = []
+    for scenario, sizes in SWEEP.items():
+        for nodes, jobs in sizes:
+            rows.append(run(scenario, nodes, gpus, projects, jobs))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
     parser = argparse.ArgumentParser(
@@ -128,7 +144,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--projects", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=4000)
     parser.add_argument("--json", action="store_true", help="end with one JSON object")
+    parser.add_argument("--sweep", action="store_true", help="every shape at three sizes")
     args = parser.parse_args(argv)
+    if args.sweep:
+        rows = sweep(args.gpus_per_node, args.projects)
+        print(
+            f"{'scenario':<9}{'nodes':>7}{'jobs':>7}{'started':>9}{'evicted':>9}"
+            f"{'cycles':>7}{'slowest s':>11}{'total s':>9}"
+        )
+        for r in rows:
+            print(
+                f"{r['scenario']:<9}{r['nodes']:>7}{r['jobs']:>7}{r['started']:>9}"
+                f"{r['evicted']:>9}{r['cycles']:>7}{r['cycle_s']:>11.3f}{r['total_s']:>9.3f}"
+            )
+        if args.json:
+            print(json.dumps(rows))
+        return 0
     result = run(args.scenario, args.nodes, args.gpus_per_node, args.projects, args.jobs)
     print(
         f"{result['scenario']}: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
