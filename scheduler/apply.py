@@ -22,7 +22,9 @@ def apply_plan(snapshot: Snapshot, plan: Plan) -> Snapshot:
     if not placements:
         return snapshot
     jobs = tuple(
-        replace(job, placement=placements[job.key]) if job.key in placements else job
+        replace(job, placement=placements[job.key], degraded_since=None)
+        if job.key in placements
+        else job
         for job in snapshot.jobs
     )
     return replace(snapshot, jobs=jobs)

@@ -6,14 +6,16 @@ from .actions.allocate import allocate
 from .actions.consolidation import consolidate
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
+from .actions.stale import evict_stale_gangs
 from .apply import apply_plan
 from .model import Plan, Policy, Snapshot
 from .session import Session
 
 
 def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
-    """Decide one cycle: allocate, consolidation, reclaim, preempt in KAI's order (R1.1), on
-    fair shares fixed at session open (R1.2). Pure: the same snapshot gives the same plan."""
+    """Decide one cycle: allocate, consolidation, reclaim, preempt, stale gang eviction in KAI's
+    order (R1.1), on fair shares fixed at session open (R1.2). Pure: the same snapshot gives the
+    same plan."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
     allocate(session)
@@ -23,6 +25,7 @@ def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
         reclaim(session)
     if policy.preempt:
         preempt(session)
+    evict_stale_gangs(session, snapshot.now)
     return session.plan()
 
 

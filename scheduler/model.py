@@ -108,6 +108,8 @@ class Job:
     `order` is the submission order (smaller is older); an evicted job keeps it. `placement` is
     empty for a pending job and has one entry per pod for a running one (gangs are all or nothing,
     R6.1). `user` and `image` are carried for reasons and predictions; the rules ignore them.
+    A running gang that has lost pods (fewer placements than `pods`) carries `degraded_since`,
+    the time (on the snapshot's clock) it was first seen so, for stale gang eviction (R6.4).
     """
 
     project: str
@@ -120,6 +122,7 @@ class Job:
     placement: tuple[PodPlacement, ...] = ()
     user: str = ""
     image: str = ""
+    degraded_since: float | None = None
 
     @property
     def key(self) -> JobKey:
@@ -172,6 +175,7 @@ class Policy:
     - `saturation_multiplier`: R9.5; values below 1 are treated as 1.
     - `max_consolidation_preemptees`: R11.1.
     - `allow_consolidating_reclaim`: R9.7.
+    - `staleness_grace_s`: R6.4, how long a gang may run below its pod count (negative = never).
     """
 
     gpu_placement: Literal["binpack", "spread"] = "binpack"
@@ -184,6 +188,7 @@ class Policy:
     saturation_multiplier: float = 1.0
     max_consolidation_preemptees: int = 16
     allow_consolidating_reclaim: bool = True
+    staleness_grace_s: float = 60.0
 
 
 @dataclass(frozen=True)

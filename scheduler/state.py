@@ -98,7 +98,7 @@ class ClusterState:
                         node, device, node.used[device] + _pod_milli(job, pod), False
                     )
         self.placement[job.key] = job.placement
-        self._count(job, +1)
+        self._count(job, +len(job.placement))
         self.journal.clear()
 
     # ----------------------------------------------------------------------------- journal
@@ -121,8 +121,8 @@ class ClusterState:
                 else:
                     self.placement[key] = old
             elif kind == "count":
-                _, job, sign = entry
-                self._count(self.jobs[job], -sign, journal=False)
+                _, job, pods = entry
+                self._count(self.jobs[job], -pods, journal=False)
 
     def commit(self, checkpoint: int) -> None:
         """Keep the changes since `checkpoint`; forget how to undo them at the outermost level."""
@@ -166,9 +166,10 @@ class ClusterState:
         self._apply_device(node, device, used, releasing)
 
     # ----------------------------------------------------------------------------- jobs
-    def _count(self, job: Job, sign: int, journal: bool = True) -> None:
-        """Add (sign=+1) or remove (-1) the job's GPUs to its project and every ancestor."""
-        amount = sign * job.milli_total
+    def _count(self, job: Job, pods: int, journal: bool = True) -> None:
+        """Add (pods > 0) or remove (pods < 0) that many of the job's pods to its project's and
+        every ancestor's allocated GPUs."""
+        amount = pods * job.milli_per_pod
         queue = self.queues.get(job.project)
         while queue is not None:
             queue.allocated += amount
@@ -176,7 +177,7 @@ class ClusterState:
                 queue.allocated_np += amount
             queue = queue.parent
         if journal:
-            self.journal.append(("count", job.key, sign))
+            self.journal.append(("count", job.key, pods))
 
     def _set_placement(self, key: JobKey, value: tuple[PodPlacement, ...] | None) -> None:
         self.journal.append(("placement", key, self.placement.get(key)))
@@ -192,7 +193,7 @@ class ClusterState:
             for device in pod.devices:
                 self._set_device(node, device, node.used[device] + _pod_milli(job, pod), False)
         self._set_placement(job.key, placement)
-        self._count(job, +1)
+        self._count(job, +len(placement))
 
     def unplace(self, job: Job) -> tuple[PodPlacement, ...]:
         """Take the job off its devices; emptied devices become releasing (journaled)."""
@@ -206,7 +207,7 @@ class ClusterState:
                     used = max(0, node.used[device] - _pod_milli(job, pod))
                     self._set_device(node, device, used, used == 0)
         self._set_placement(job.key, None)
-        self._count(job, -1)
+        self._count(job, -len(placement))
         return placement
 
     def is_running(self, key: JobKey) -> bool:

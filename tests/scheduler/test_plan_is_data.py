@@ -103,3 +103,29 @@ def test_r1_3_a_settled_cluster_plans_nothing_more():
     settled, plans = settle(snapshot)
     assert plans[-1].empty
     assert plan_cycle(apply_plan(settled, plans[-1])).empty
+
+
+def test_r6_4_a_gang_below_its_pod_count_past_the_grace_period_is_evicted_whole():
+    from scheduler import PodPlacement
+
+    degraded = Job(
+        "team-a",
+        "gang",
+        2,
+        pods=2,
+        order=1,
+        placement=(PodPlacement("dgx1-1", (0, 1)),),
+        degraded_since=100.0,
+    )
+    early = Snapshot(nodes=NODES, projects=TEAMS, jobs=(degraded,), now=150.0)
+    assert [d.kind for d in plan_cycle(early).decisions] == []
+    late = replace(early, now=161.0)
+    plan = plan_cycle(late)
+    evict = plan.decisions[0]
+    assert (evict.kind, evict.action, evict.job) == (
+        "evict",
+        "stalegangeviction",
+        ("team-a", "gang"),
+    )
+    assert evict.reason.endswith("(R6.4)")
+    assert plan.allocated["team-a"] == 0
