@@ -96,10 +96,15 @@ def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
     condition only; the simulation decides."""
     freed = _freed_by_node(session, victims)
     indexes = pools_for(session.state, job)
-    allowed = {n for index in indexes for n in index.members}
+    pools = session.queue(job).node_pools
+    nodes = session.state.nodes
+
+    def allowed(name: str) -> bool:
+        return nodes[name].eligible and (not pools or nodes[name].pool in pools)
+
     if job.gpus < 1:
         free = sum(index.free_milli for index in indexes)
-        free += sum(sum(d.values()) for n, d in freed.items() if n in allowed)
+        free += sum(sum(d.values()) for n, d in freed.items() if allowed(n))
         return free >= job.milli_total
     per_pod = job.whole_devices_per_pod
     pods = 0
@@ -110,7 +115,7 @@ def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
         for name in index.touched - freed.keys():
             pods += session.state.nodes[name].whole_free // per_pod
     for name, per_device in freed.items():
-        if name in allowed:
+        if allowed(name):
             pods += _capacity_after(session, name, per_device)[0] // per_pod
     return pods >= job.pods
 
@@ -181,7 +186,10 @@ def simulate(
             continue
         _replace_victim(session, current, old[current.key], outcome)
     outcome.before = before
-    if not validator(job, outcome.evicted, before):
+    counted = outcome.evicted
+    if not session.policy.allow_consolidating_reclaim:
+        counted = counted + [victim for victim, _ in outcome.moved]  # R9.7 off
+    if not validator(job, counted, before):
         state.rollback(checkpoint)
         return None
     state.commit(checkpoint)
@@ -189,18 +197,27 @@ def simulate(
 
 
 def _replace_victim(session: Session, victim: Job, old, outcome: Outcome) -> None:
-    """Keep a victim where it was if its devices are still free, else move it where normal
-    placement puts it, else it is evicted (R8.5, R9.7)."""
+    """Take a victim through normal placement (R8.5): idle devices elsewhere outrank its own
+    releasing ones (R5.1 availability), which is what lets consolidation move jobs. Placed back
+    on its own node(s) it is kept where it was; elsewhere it is moved; nowhere, evicted."""
     state = session.state
     if session.capacity_block(victim) is None:
-        if _still_free(session, victim, old):
-            state.place(victim, old)
-            return
+        checkpoint = state.checkpoint()
         placement = place_job(state, victim, session.policy)
+        if placement is not None and _same_nodes(placement, old):
+            state.rollback(checkpoint)
+            if _still_free(session, victim, old):
+                state.place(victim, old)
+                return
+            placement = place_job(state, victim, session.policy)
         if placement is not None:
             outcome.moved.append((victim, placement))
             return
     outcome.evicted.append(victim)
+
+
+def _same_nodes(a: tuple[PodPlacement, ...], b: tuple[PodPlacement, ...]) -> bool:
+    return sorted(p.node for p in a) == sorted(p.node for p in b)
 
 
 def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...]) -> bool:
