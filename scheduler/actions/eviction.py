@@ -100,6 +100,7 @@ def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
     nodes = session.state.nodes
 
     def allowed(name: str) -> bool:
+        """The job may run on this node: eligible and in one of its project's pools."""
         return nodes[name].eligible and (not pools or nodes[name].pool in pools)
 
     if job.gpus < 1:
