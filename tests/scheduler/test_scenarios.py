@@ -1,0 +1,64 @@
+"""Acceptance suite: every scenario file under ``scenarios/`` replays with all expectations met.
+
+The files are written from SCHEDULING.md (each names its rules in ``source`` and shows its
+arithmetic in ``notes``); a failure here means the scheduler and the rule book disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from scheduler.replay import main, replay_file
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = sorted((HERE / "scenarios").glob("*.json"))
+SHARED_TR4858 = HERE.parents[2] / "shared" / "scenarios" / "tr4858.json"
+RULE_SENTENCE = re.compile(r"^(r\d+_\d+|e\d+)_[a-z0-9]+(_[a-z0-9]+)+$")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario_meets_every_expectation(path: Path) -> None:
+    result = replay_file(path)
+    assert result.failures == [], "\n".join([*result.failures, "", *result.report])
+
+
+def test_there_are_at_least_45_scenarios_each_named_by_its_rule() -> None:
+    assert len(SCENARIOS) >= 45
+    for path in SCENARIOS:
+        data = json.loads(path.read_text())
+        assert RULE_SENTENCE.match(path.stem), f"{path.name}: not a rule-led snake_case sentence"
+        assert data["name"] == path.stem, path.name
+        assert re.search(r"\b[RE]\d+", data["source"]), f"{path.name}: source cites no rule"
+
+
+def test_shared_tr4858_scenario_passes() -> None:
+    if not SHARED_TR4858.exists():
+        pytest.skip(
+            f"shared scenario {SHARED_TR4858} is absent (no ../shared checkout beside the repo)"
+        )
+    result = replay_file(SHARED_TR4858)
+    assert result.failures == [], "\n".join(result.failures)
+
+
+def test_a_wrong_expectation_fails_and_names_the_mismatch(tmp_path: Path) -> None:
+    scenario = {
+        "name": "wrong_expectation",
+        "source": "test of the replay itself",
+        "nodes": [{"name": "n1", "gpus": 2}],
+        "projects": [{"name": "team-a", "quota": 2}],
+        "steps": [
+            {"submit": [{"name": "a-1", "project": "team-a", "gpus": 1, "type": "train"}]},
+            {"expect": {"allocated": {"team-a": 2}, "pending": ["team-a/a-1"]}},
+        ],
+    }
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(scenario))
+    failures = replay_file(path).failures
+    assert len(failures) == 2
+    assert "allocated team-a = 1" in failures[0] and "want 2" in failures[0]
+    assert "team-a/a-1" in failures[1] and "Pending" in failures[1]
+    assert main([str(path)]) == 1
