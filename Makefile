@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench replay clean
+.PHONY: run test check lint format bench bench-portal replay clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ bench: $(STAMP)
 	$(PY) -m scheduler.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
 	$(PY) -m scheduler.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
 	$(PY) -m scheduler.bench --sweep
+
+# The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run).
+bench-portal: $(STAMP)
+	$(PY) benchmarks/portal_bench.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

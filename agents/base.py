@@ -1,0 +1,143 @@
+"""The agent interface: what the portal tells a cluster and what it hears back.
+
+Everything here is plain data. The portal's cycle builds a :class:`JobSpec` from a job row when the
+scheduler starts (or moves) a job, calls :meth:`Agent.start`, and on every cycle reads an
+:class:`Observation` to move jobs from ContainerCreating to Running to Succeeded or Failed.
+The database stays the source of truth: `start` is idempotent and a spec carries the time the job
+was started, so an agent that lost its memory (a crash, another worker process) is rebuilt by
+starting again every job the database says is placed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+JobKey = tuple[str, str]
+"""(project, job name)."""
+
+Phase = Literal["ContainerCreating", "Running", "Succeeded", "Failed"]
+PHASES: tuple[Phase, ...] = ("ContainerCreating", "Running", "Succeeded", "Failed")
+FINISHED: frozenset[str] = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    """Where one pod of a job runs: a node, the device indexes it holds, its share of each."""
+
+    node: str
+    devices: tuple[int, ...] = ()
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A job as an agent needs it to run: identity, shape, placement and container settings.
+
+    `started_at` is when the scheduler started the job (timezone-aware); phases, progress and
+    logs are measured from it. `sim_duration_s` tells the simulated agent how long the job runs
+    (None: until it is stopped); real agents ignore it.
+    """
+
+    project: str
+    name: str
+    placement: tuple[PodSpec, ...]
+    started_at: datetime
+    type: str = "train"
+    gpus: float = 1.0
+    pods: int = 1
+    image: str = ""
+    command: str = ""
+    args: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+    ports: tuple[int, ...] = ()
+    service_type: str = ""
+    sim_duration_s: float | None = None
+
+    @property
+    def key(self) -> JobKey:
+        """(project, name)."""
+        return (self.project, self.name)
+
+
+@dataclass(frozen=True)
+class PodStatus:
+    """One pod as the cluster sees it."""
+
+    index: int
+    node: str
+    phase: Phase
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """A job as the cluster sees it: its phase (the slowest pod's), progress and utilization.
+
+    `progress` is 0..1 when the job's length is known, else None. `utilization` is the mean GPU
+    utilization of its devices, 0..1 (None before it runs). `simulated` marks synthetic figures.
+    """
+
+    project: str
+    name: str
+    phase: Phase
+    pods: tuple[PodStatus, ...] = ()
+    progress: float | None = None
+    utilization: float | None = None
+    simulated: bool = False
+    message: str = ""
+
+    @property
+    def key(self) -> JobKey:
+        """(project, name)."""
+        return (self.project, self.name)
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    """A node as the cluster sees it: readiness and per-device utilization (0..1)."""
+
+    name: str
+    ready: bool = True
+    device_utilization: dict[int, float] = field(default_factory=dict)
+    simulated: bool = False
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one look at the cluster saw, at time `at`: every job the agent runs, and nodes."""
+
+    at: datetime
+    jobs: dict[JobKey, JobStatus]
+    nodes: tuple[NodeStatus, ...] = ()
+    simulated: bool = False
+
+
+class Agent(Protocol):
+    """A cluster driver. Every method is idempotent and safe to call from several threads."""
+
+    simulated: bool
+
+    def observe(self) -> Observation:
+        """Every job this agent runs (finished ones included until stopped) and the nodes."""
+        ...
+
+    def start(self, job: JobSpec) -> None:
+        """Run `job` on its placement; starting a running job with a new placement moves it."""
+        ...
+
+    def status(self, job: JobSpec) -> JobStatus:
+        """One job's status now, without observing the whole cluster."""
+        ...
+
+    def stop(self, project: str, name: str) -> None:
+        """Stop and forget the job; stopping an unknown job does nothing."""
+        ...
+
+    def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
+        """The last `tail` lines of the job's output (empty before it runs)."""
+        ...
+
+    def urls(self, job: JobSpec) -> list[dict]:
+        """Where the job's ports answer: ``[{"port", "url", ...}]`` (empty without ports)."""
+        ...

@@ -1,0 +1,237 @@
+"""The simulated cluster: the embedded default agent, with no containers behind it.
+
+A started job is ContainerCreating for `start_delay_s`, then Running; it runs until it is stopped,
+or for its `sim_duration_s` and is then Succeeded. Logs, progress and GPU utilization are generated,
+deterministically from the job's name and the clock, and every figure is marked simulated.
+
+The agent's whole state is the set of specs it was started with, and a spec carries its start time,
+so phases, logs and utilization are functions of (spec, now): starting again every job the database
+says is placed rebuilds the agent exactly after a crash, and any process (the web process serving
+logs, a Celery worker running the cycle) computes the same answers.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from .base import JobKey, JobSpec, JobStatus, NodeStatus, Observation, Phase, PodStatus
+
+Clock = Callable[[], datetime]
+LOG_EVERY_S = 10.0  # one training log line per 10 s of running time
+EPOCH_S = 60.0  # a simulated epoch lasts a minute
+UTILIZATION_BUCKET_S = 10  # utilization changes every 10 s of wall time
+
+
+def utc_now() -> datetime:
+    """The real clock, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+def _seed(*parts: object) -> int:
+    """A stable integer seed from parts (crc32: unlike hash(), the same in every process)."""
+    return zlib.crc32(":".join(str(p) for p in parts).encode())
+
+
+class SimulatedAgent:
+    """A cluster simulated in memory; `clock()` returns the aware current time (tests freeze it)."""
+
+    simulated = True
+
+    def __init__(self, start_delay_s: float = 0.0, clock: Clock = utc_now):
+        if start_delay_s < 0:
+            raise ValueError(f"start_delay_s must be >= 0, got {start_delay_s}")
+        self.start_delay_s = start_delay_s
+        self.clock = clock
+        self._jobs: dict[JobKey, JobSpec] = {}
+        self._lock = threading.Lock()
+
+    # -- the interface -------------------------------------------------------------------------
+
+    def start(self, job: JobSpec) -> None:
+        """Run `job` (idempotent; a new placement or start time replaces the old one: a move)."""
+        with self._lock:
+            self._jobs[job.key] = job
+
+    def stop(self, project: str, name: str) -> None:
+        """Forget the job; unknown jobs are ignored."""
+        with self._lock:
+            self._jobs.pop((project, name), None)
+
+    def observe(self) -> Observation:
+        """Every job started and not stopped, with its phase at `clock()`, and the busy nodes."""
+        now = self.clock()
+        with self._lock:
+            specs = list(self._jobs.values())
+        jobs = {spec.key: self.status(spec, now) for spec in specs}
+        return Observation(at=now, jobs=jobs, nodes=self._nodes(specs, now), simulated=True)
+
+    def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
+        """The job's last `tail` generated log lines at `clock()` (a function of job and time)."""
+        return _log_lines(job, self.clock(), self.start_delay_s, max(0, tail))
+
+    def urls(self, job: JobSpec) -> list[dict]:
+        """A simulated address per port on the first pod's node (no server answers there)."""
+        if not job.placement:
+            return []
+        node = job.placement[0].node
+        return [
+            {
+                "port": port,
+                "url": f"http://{node}.sim.allot.local:{_node_port(job, port)}/",
+                "simulated": True,
+            }
+            for port in job.ports
+        ]
+
+    # -- derived state ----------------------------------------------------------------------------
+
+    def phase(self, job: JobSpec, now: datetime) -> Phase:
+        """ContainerCreating during the start delay, Running, then Succeeded after its duration."""
+        running_s = self._running_s(job, now)
+        if running_s < 0:
+            return "ContainerCreating"
+        if job.sim_duration_s is not None and running_s >= job.sim_duration_s:
+            return "Succeeded"
+        return "Running"
+
+    def status(self, job: JobSpec, now: datetime | None = None) -> JobStatus:
+        """The job's phase, per-pod phases, progress and synthetic utilization at `now`."""
+        now = now or self.clock()
+        phase = self.phase(job, now)
+        pods = tuple(PodStatus(i, pod.node, phase) for i, pod in enumerate(job.placement))
+        return JobStatus(
+            project=job.project,
+            name=job.name,
+            phase=phase,
+            pods=pods,
+            progress=self._progress(job, now),
+            utilization=self._job_utilization(job, now) if phase == "Running" else None,
+            simulated=True,
+        )
+
+    def _running_s(self, job: JobSpec, now: datetime) -> float:
+        """Seconds since the container started (negative while it is still being created)."""
+        return (now - job.started_at).total_seconds() - self.start_delay_s
+
+    def _progress(self, job: JobSpec, now: datetime) -> float | None:
+        if not job.sim_duration_s:
+            return None
+        return min(1.0, max(0.0, self._running_s(job, now) / job.sim_duration_s))
+
+    def _job_utilization(self, job: JobSpec, now: datetime) -> float | None:
+        values = [
+            device_utilization(job, device, now) for pod in job.placement for device in pod.devices
+        ]
+        return round(sum(values) / len(values), 3) if values else None
+
+    def _nodes(self, specs: list[JobSpec], now: datetime) -> tuple[NodeStatus, ...]:
+        """Nodes that hold running pods, with each busy device's utilization (shares add up)."""
+        busy: dict[str, dict[int, float]] = {}
+        for spec in specs:
+            if self.phase(spec, now) != "Running":
+                continue
+            for pod in spec.placement:
+                devices = busy.setdefault(pod.node, {})
+                for device in pod.devices:
+                    used = device_utilization(spec, device, now) * pod.share
+                    devices[device] = round(min(1.0, devices.get(device, 0.0) + used), 3)
+        return tuple(
+            NodeStatus(name, ready=True, device_utilization=devices, simulated=True)
+            for name, devices in sorted(busy.items())
+        )
+
+
+def device_utilization(job: JobSpec, device: int, now: datetime) -> float:
+    """Synthetic utilization 0.55..0.97 of one device, steady for 10 s, seeded by job and device."""
+    bucket = int(now.timestamp()) // UTILIZATION_BUCKET_S
+    rng = random.Random(_seed(job.project, job.name, device, bucket))
+    return round(0.55 + 0.42 * rng.random(), 3)
+
+
+def _node_port(job: JobSpec, port: int) -> int:
+    """A stable NodePort in Kubernetes' default range 30000-32767."""
+    return 30000 + _seed(job.project, job.name, port) % 2768
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _log_lines(job: JobSpec, now: datetime, delay_s: float, tail: int) -> list[str]:
+    """The banner plus one line per LOG_EVERY_S of running time (and a last line when finished);
+    of those, the last `tail`. Only the lines kept are generated, so a long run costs O(tail)."""
+    running_s = (now - job.started_at).total_seconds() - delay_s
+    if running_s < 0 or tail == 0:
+        return []
+    finished = job.sim_duration_s is not None and running_s >= job.sim_duration_s
+    if finished:
+        running_s = job.sim_duration_s
+    container_start = job.started_at + timedelta(seconds=delay_s)
+    ticks = int(running_s // LOG_EVERY_S)
+    write = _interactive_line if job.type == "interactive" else _training_line
+    lines = _banner(job, container_start)
+    lines += [
+        write(job, container_start, tick) for tick in range(max(1, ticks - tail + 1), ticks + 1)
+    ]
+    if finished:
+        lines.append(_final_line(job, container_start))
+    return lines[-tail:]
+
+
+def _banner(job: JobSpec, start: datetime) -> list[str]:
+    nodes = ", ".join(
+        f"{pod.node} GPU {','.join(map(str, pod.devices)) or '-'}"
+        + (f" ({pod.share:.2f})" if pod.share < 1 else "")
+        for pod in job.placement
+    )
+    image = job.image or "(default image)"
+    lines = [f"{_stamp(start)} [simulated] pulled {image}", f"{_stamp(start)} started on {nodes}"]
+    if job.type == "interactive":
+        for port in job.ports:
+            lines.append(f"{_stamp(start)} server listening on port {port}")
+    return lines
+
+
+def _training_line(job: JobSpec, start: datetime, tick: int) -> str:
+    """Line `tick` (1-based) of a training run: epoch, step, loss falling with noise, ETA."""
+    elapsed = tick * LOG_EVERY_S
+    rng = random.Random(_seed(job.project, job.name))
+    initial, floor, rate = (
+        2.0 + rng.random(),
+        0.05 + 0.2 * rng.random(),
+        1 / (300 + 600 * rng.random()),
+    )
+    noise = random.Random(_seed(job.project, job.name, tick)).uniform(-0.03, 0.03)
+    loss = floor + (initial - floor) * math.exp(-rate * elapsed) + noise
+    epoch = int(elapsed // EPOCH_S) + 1
+    steps_per_tick = 50 + _seed(job.name) % 100
+    if job.sim_duration_s:
+        epochs = f"/{max(1, math.ceil(job.sim_duration_s / EPOCH_S))}"
+        eta = _duration(max(0.0, job.sim_duration_s - elapsed))
+    else:
+        epochs, eta = "", "until stopped"
+    moment = _stamp(start + timedelta(seconds=elapsed))
+    return (
+        f"{moment} epoch {epoch}{epochs} step {tick * steps_per_tick} "
+        f"loss {max(loss, 0.001):.4f} ETA {eta}"
+    )
+
+
+def _interactive_line(job: JobSpec, start: datetime, tick: int) -> str:
+    moment = _stamp(start + timedelta(seconds=tick * LOG_EVERY_S))
+    return f"{moment} kernel alive, {_duration(tick * LOG_EVERY_S)} since start"
+
+
+def _final_line(job: JobSpec, start: datetime) -> str:
+    moment = _stamp(start + timedelta(seconds=job.sim_duration_s or 0))
+    return f"{moment} finished after {_duration(job.sim_duration_s or 0)} (Succeeded)"
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

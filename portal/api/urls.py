@@ -1,0 +1,27 @@
+"""The REST API's routes under /api/v1/ (contract of issue 4)."""
+
+from django.urls import path
+
+from portal.cluster.api import NodeDetail, NodeList
+from portal.jobs.api import JobDetail, JobEvents, JobList, JobLogs, Overview, SchedulerCycles
+from portal.tenancy.api import MemberDetail, MemberList, ProjectDetail, ProjectList, UserList
+
+urlpatterns = [
+    path("nodes/", NodeList.as_view(), name="node-list"),
+    path("nodes/<str:name>/", NodeDetail.as_view(), name="node-detail"),
+    path("projects/", ProjectList.as_view(), name="project-list"),
+    path("projects/<str:name>/", ProjectDetail.as_view(), name="project-detail"),
+    path("projects/<str:name>/members/", MemberList.as_view(), name="member-list"),
+    path(
+        "projects/<str:name>/members/<str:username>/",
+        MemberDetail.as_view(),
+        name="member-detail",
+    ),
+    path("users/", UserList.as_view(), name="user-list"),
+    path("jobs/", JobList.as_view(), name="job-list"),
+    path("jobs/<str:project>/<str:name>/", JobDetail.as_view(), name="job-detail"),
+    path("jobs/<str:project>/<str:name>/events/", JobEvents.as_view(), name="job-events"),
+    path("jobs/<str:project>/<str:name>/logs/", JobLogs.as_view(), name="job-logs"),
+    path("overview/", Overview.as_view(), name="overview"),
+    path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),
+]

@@ -1,0 +1,35 @@
+"""Nodes: `gpus` identical devices (indexes 0..gpus-1) of `gpu_memory_mib` each."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from portal.validators import validate_dns_label, validate_dns_subdomain
+
+MAX_GPUS_PER_NODE = 64
+
+
+class Node(models.Model):
+    """A GPU node in node pool `pool`.
+
+    A node that is not `ready` adds nothing to the cluster (R2.6); a node that is not
+    `schedulable` (cordoned) keeps its pods but takes no new ones. Its devices are numbered
+    0..gpus-1; which job holds which device is recorded in `Job.placement`.
+    """
+
+    name = models.CharField(max_length=253, unique=True, validators=[validate_dns_subdomain])
+    gpus = models.PositiveSmallIntegerField(
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_GPUS_PER_NODE)]
+    )
+    gpu_memory_mib = models.PositiveIntegerField(default=32768, validators=[MinValueValidator(1)])
+    pool = models.CharField(max_length=63, default="default", validators=[validate_dns_label])
+    ready = models.BooleanField(default=True)
+    schedulable = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,65 @@
+"""Writes to nodes; each change asks for a scheduling cycle."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from portal.api.errors import conflict
+from portal.cluster.models import Node
+from portal.jobs.models import HOLDING, Job
+from portal.jobs.services import request_cycle_on_commit
+
+
+def jobs_on(node_name: str) -> list[Job]:
+    """The jobs holding devices of node `node_name`."""
+    holding = Job.objects.filter(status__in=HOLDING).select_related("project")
+    return [job for job in holding if node_name in job.nodes]
+
+
+def highest_device_in_use(node_name: str) -> int:
+    """The highest device index a job holds on the node, or -1 when none is held."""
+    devices = [
+        device
+        for job in jobs_on(node_name)
+        for pod in job.placement
+        if pod["node"] == node_name
+        for device in pod["devices"]
+    ]
+    return max(devices, default=-1)
+
+
+def create_node(**fields) -> Node:
+    """A new node; 409 when the name is taken."""
+    name = fields["name"]
+    try:
+        with transaction.atomic():
+            if Node.objects.filter(name=name).exists():
+                raise conflict("name", f"a node named {name!r} already exists")
+            node = Node.objects.create(**fields)
+            request_cycle_on_commit()
+    except IntegrityError:
+        raise conflict("name", f"a node named {name!r} already exists") from None
+    return node
+
+
+def update_node(node: Node, **fields) -> Node:
+    """Change a node; 409 when it would drop devices that jobs hold."""
+    with transaction.atomic():
+        if "gpus" in fields and fields["gpus"] <= highest_device_in_use(node.name):
+            raise conflict("gpus", f"jobs hold device {highest_device_in_use(node.name)}")
+        for key, value in fields.items():
+            setattr(node, key, value)
+        node.save()
+        request_cycle_on_commit()
+    return node
+
+
+def delete_node(node: Node) -> None:
+    """Remove a node no job runs on (409 otherwise: delete or wait for those jobs)."""
+    with transaction.atomic():
+        busy = jobs_on(node.name)
+        if busy:
+            names = ", ".join(str(job) for job in busy[:5])
+            raise conflict("name", f"jobs run on {node.name}: {names}")
+        node.delete()
+        request_cycle_on_commit()

@@ -1,0 +1,144 @@
+"""Jobs, what happened to them (JobEvent) and each project's usage over time (UsageSample)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from portal.tenancy.models import Project
+from portal.validators import NAME_MAX, validate_dns_label
+
+
+class Status(models.TextChoices):
+    """A job's lifecycle. ContainerCreating and Running hold GPUs; the others do not."""
+
+    PENDING = "Pending"
+    CONTAINER_CREATING = "ContainerCreating"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+HOLDING = (Status.CONTAINER_CREATING, Status.RUNNING)  # statuses with a placement
+FINISHED = (Status.SUCCEEDED, Status.FAILED)
+
+
+class JobType(models.TextChoices):
+    """`train` is preemptible and may go over quota; `interactive` stays within quota (R7, §13)."""
+
+    TRAIN = "train"
+    INTERACTIVE = "interactive"
+
+
+class ServiceType(models.TextChoices):
+    """How a job's ports are exposed (Run:AI's --service-type); blank = not exposed."""
+
+    NONE = "", "none"
+    PORTFORWARD = "portforward"
+    NODEPORT = "nodeport"
+    LOADBALANCER = "loadbalancer"
+    INGRESS = "ingress"
+
+
+class Job(models.Model):
+    """`pods` pods of `gpus` GPUs each (a fraction 0.01..0.99 or a whole number of devices).
+
+    `placement` is one entry per pod, `{"node": name, "devices": [index, ...], "share": float}`,
+    while the job holds GPUs (ContainerCreating, Running) and `[]` otherwise; the scheduling cycle
+    writes it together with `status` in one conditional update. The id is the submission order
+    (an evicted job keeps it, so it keeps its place in the queue).
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(max_length=NAME_MAX, validators=[validate_dns_label])
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    type = models.CharField(max_length=16, choices=JobType.choices, default=JobType.TRAIN)
+    gpus = models.DecimalField(max_digits=6, decimal_places=2)
+    pods = models.PositiveIntegerField(default=1)
+    priority = models.IntegerField(null=True, blank=True)
+    image = models.CharField(max_length=512, blank=True, default="")
+    command = models.JSONField(default=list, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    environment = models.JSONField(default=dict, blank=True)
+    ports = models.JSONField(default=list, blank=True)
+    service_type = models.CharField(
+        max_length=16, choices=ServiceType.choices, blank=True, default=""
+    )
+    volumes = models.JSONField(default=list, blank=True)
+    sim_duration_s = models.PositiveIntegerField(null=True, blank=True)
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    placement = models.JSONField(default=list, blank=True)
+    pending_reason = models.TextField(blank=True, default="")
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="job_project_name"),
+            models.CheckConstraint(condition=models.Q(gpus__gt=0), name="job_gpus_gt_0"),
+            models.CheckConstraint(condition=models.Q(pods__gte=1), name="job_pods_gte_1"),
+        ]
+        indexes = [models.Index(fields=["status"], name="job_status")]
+
+    def __str__(self) -> str:
+        return f"{self.project.name}/{self.name}"
+
+    @property
+    def holds_gpus(self) -> bool:
+        """True while the job has a placement (ContainerCreating or Running)."""
+        return self.status in HOLDING
+
+    @property
+    def allocated_gpus(self) -> float:
+        """GPUs the job holds now: gpus x pods while placed, else 0."""
+        return float(self.gpus) * self.pods if self.holds_gpus else 0.0
+
+    @property
+    def nodes(self) -> list[str]:
+        """The distinct nodes of the job's pods, in pod order."""
+        return list(dict.fromkeys(pod["node"] for pod in self.placement))
+
+
+class JobEvent(models.Model):
+    """Something that happened to a job, with the rule's reason in `message`.
+
+    Kinds: submitted, scheduled, running, evicted, moved, succeeded, failed, stopped, deleted.
+    Events outlive their job (`job` becomes null on deletion; `project` and `job_name` remain).
+    """
+
+    time = models.DateTimeField(db_index=True)
+    job = models.ForeignKey(Job, null=True, on_delete=models.SET_NULL, related_name="events")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_events")
+    job_name = models.CharField(max_length=NAME_MAX)
+    kind = models.CharField(max_length=20)
+    message = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["project", "job_name"], name="jobevent_project_job")]
+
+    def __str__(self) -> str:
+        return f"{self.time:%H:%M:%S} {self.project_id}/{self.job_name} {self.kind}"
+
+
+class UsageSample(models.Model):
+    """One project's usage at one moment, written by the cycle (at most every few seconds)."""
+
+    time = models.DateTimeField(db_index=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="usage")
+    quota = models.FloatField(default=0.0)
+    fair_share = models.FloatField(default=0.0)
+    allocated_gpus = models.FloatField(default=0.0)
+    running_jobs = models.PositiveIntegerField(default=0)
+    pending_jobs = models.PositiveIntegerField(default=0)
+    utilization = models.FloatField(null=True, blank=True)  # 0..1 of the allocated GPUs
+    simulated = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["time", "id"]
+        indexes = [models.Index(fields=["project", "time"], name="usage_project_time")]

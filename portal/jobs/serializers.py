@@ -1,0 +1,235 @@
+"""The job resource of the REST API: what a submission may say and what a job shows."""
+
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+from django.db.models import Max
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, PermissionDenied
+
+from portal.cluster.models import Node
+from portal.jobs.models import Job, JobEvent, JobType, ServiceType
+from portal.tenancy import access
+from portal.validators import NAME_MAX, validate_dns_label
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
+CENT = Decimal("0.01")
+# Train jobs stay below the build class (100) whatever their priority, so they stay preemptible.
+PRIORITY_MIN, PRIORITY_MAX = -50, 49
+
+
+def _no_django_validation_error(validator):
+    """Wrap a Django validator so DRF reports its message under the field."""
+
+    def run(value):
+        from django.core.exceptions import ValidationError
+
+        try:
+            validator(value)
+        except ValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+    return run
+
+
+dns_label = _no_django_validation_error(validate_dns_label)
+
+
+@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "multipleOf": 0.01})
+class GpusField(serializers.Field):
+    """GPUs per pod: a JSON number, 0 < g < 1 in steps of 0.01, or a whole number >= 1.
+
+    The upper bound (the largest node) needs the database and is checked by the serializer.
+    """
+
+    default_error_messages = {
+        "type": "must be a number, not {kind}",
+        "positive": "must be greater than 0",
+        "step": "a fraction of a GPU must be a multiple of 0.01 (0.01 to 0.99)",
+        "whole": "1 GPU or more must be a whole number of devices (R5.3)",
+        "finite": "must be a finite number",
+    }
+
+    def to_internal_value(self, data) -> Decimal:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("type", kind=type(data).__name__ if data is not None else "null")
+        if isinstance(data, float) and not math.isfinite(data):
+            self.fail("finite")
+        if data <= 0:
+            self.fail("positive")
+        if data < 1:
+            try:
+                value = Decimal(repr(data))
+            except InvalidOperation:
+                self.fail("step")
+            if value != value.quantize(CENT):
+                self.fail("step")
+            return value
+        if data != math.floor(data):
+            self.fail("whole")
+        return Decimal(int(data))
+
+    def to_representation(self, value) -> float | int:
+        number = float(value)
+        return int(number) if number.is_integer() else number
+
+
+class VolumeSerializer(serializers.Serializer):
+    """An existing PersistentVolumeClaim mounted into every pod."""
+
+    pvc = serializers.CharField(max_length=253, validators=[dns_label])
+    mount_path = serializers.RegexField(
+        r"^/[^\0]*$", max_length=1024, error_messages={"invalid": "must be an absolute path"}
+    )
+    read_only = serializers.BooleanField(default=False)
+
+
+class JobSerializer(serializers.ModelSerializer):
+    """A job as submitted (writable fields) and as it stands (read-only fields)."""
+
+    project = serializers.CharField(max_length=NAME_MAX)
+    name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
+    user = serializers.SerializerMethodField()
+    type = serializers.ChoiceField(choices=JobType.choices, default=JobType.TRAIN)
+    gpus = GpusField()
+    pods = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    priority = serializers.IntegerField(
+        min_value=PRIORITY_MIN, max_value=PRIORITY_MAX, allow_null=True, required=False
+    )
+    image = serializers.RegexField(
+        IMAGE.pattern,
+        max_length=512,
+        allow_blank=True,
+        required=False,
+        error_messages={"invalid": "must be a container image reference such as python:3.11"},
+    )
+    command = serializers.ListField(
+        child=serializers.CharField(max_length=4096, allow_blank=True),
+        max_length=64,
+        required=False,
+    )
+    args = serializers.ListField(
+        child=serializers.CharField(max_length=4096, allow_blank=True),
+        max_length=256,
+        required=False,
+    )
+    environment = serializers.DictField(
+        child=serializers.CharField(max_length=32768, allow_blank=True), required=False
+    )
+    ports = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=65535), max_length=16, required=False
+    )
+    service_type = serializers.ChoiceField(
+        choices=ServiceType.choices, allow_blank=True, required=False
+    )
+    volumes = VolumeSerializer(many=True, required=False)
+    sim_duration_s = serializers.IntegerField(
+        min_value=1, max_value=10_000_000, allow_null=True, required=False
+    )
+    allocated_gpus = serializers.SerializerMethodField()
+    nodes = serializers.SerializerMethodField()
+    wait_s = serializers.SerializerMethodField()
+    urls = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "project",
+            "name",
+            "user",
+            "type",
+            "gpus",
+            "pods",
+            "priority",
+            "image",
+            "command",
+            "args",
+            "environment",
+            "ports",
+            "service_type",
+            "volumes",
+            "sim_duration_s",
+            "status",
+            "allocated_gpus",
+            "nodes",
+            "placement",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "wait_s",
+            "pending_reason",
+            "urls",
+        ]
+        read_only_fields = [
+            "status",
+            "placement",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "pending_reason",
+        ]
+        # The (project, name) uniqueness is a 409 from services.submit_job, not a 400 here.
+        validators = []
+
+    def to_representation(self, job: Job) -> dict:
+        data = super().to_representation(job)
+        data["project"] = job.project.name
+        return data
+
+    def get_user(self, job: Job) -> str | None:
+        return job.user.get_username() if job.user else None
+
+    def get_allocated_gpus(self, job: Job) -> float:
+        return round(job.allocated_gpus, 3)
+
+    def get_nodes(self, job: Job) -> list[str]:
+        return job.nodes
+
+    def get_wait_s(self, job: Job) -> float:
+        """Seconds from submission to the current run's start (or to now while pending)."""
+        end = job.started_at or job.finished_at or timezone.now()
+        return round(max((end - job.submitted_at).total_seconds(), 0.0), 1)
+
+    def get_urls(self, job: Job) -> list[dict]:
+        from portal.scheduling.agent import job_urls
+
+        return job_urls(job) if job.holds_gpus and job.ports else []
+
+    def validate_project(self, name: str):
+        """The project must exist and be visible (404 otherwise) and allow the user to submit."""
+        user = self.context["request"].user
+        project = access.projects_for(user).filter(name=name).first()
+        if project is None:
+            raise NotFound({"project": [f"project {name!r} not found"]})
+        if not access.can_submit(user, project):
+            raise PermissionDenied({"project": [f"you may not submit jobs in {name}"]})
+        return project
+
+    def validate_environment(self, env: dict) -> dict:
+        bad = [key for key in env if not ENV_NAME.match(key)]
+        if bad:
+            raise serializers.ValidationError(f"invalid variable name {bad[0]!r}")
+        return env
+
+    def validate(self, attrs: dict) -> dict:
+        largest = Node.objects.aggregate(largest=Max("gpus"))["largest"] or 0
+        if attrs["gpus"] > largest:
+            asked = f"{float(attrs['gpus']):g}"
+            raise serializers.ValidationError(
+                {"gpus": [f"no node has {asked} GPUs (the largest node has {largest})"]}
+            )
+        return attrs
+
+
+class JobEventSerializer(serializers.ModelSerializer):
+    """One line of a job's history."""
+
+    class Meta:
+        model = JobEvent
+        fields = ["time", "kind", "message"]

@@ -1,0 +1,94 @@
+"""Every write to jobs goes through these verbs (the API and the cycle call them).
+
+Each runs in one transaction and asks for a scheduling cycle once it has committed, so the
+scheduler never sees half of a change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from portal.api.errors import conflict
+from portal.jobs.models import Job, JobEvent, Status
+from portal.tenancy.models import Project
+
+
+def request_cycle_on_commit() -> None:
+    """Ask for a scheduling cycle once the current transaction commits."""
+    # Imported here: the scheduling app imports these models and services.
+    from portal.scheduling.trigger import request_cycle
+
+    transaction.on_commit(request_cycle)
+
+
+def new_event(job: Job, kind: str, message: str, time: datetime | None = None) -> JobEvent:
+    """An unsaved event of `job` (for bulk_create); `time` defaults to now."""
+    return JobEvent(
+        time=time or timezone.now(),
+        job=job,
+        project_id=job.project_id,
+        job_name=job.name,
+        kind=kind,
+        message=message,
+    )
+
+
+def record_event(job: Job, kind: str, message: str, time: datetime | None = None) -> JobEvent:
+    """Store one event of `job` (kind: submitted, scheduled, running, evicted, ...)."""
+    event = new_event(job, kind, message, time)
+    event.save()
+    return event
+
+
+def record_transition(job_id: int, expected: str, new: str, **fields) -> bool:
+    """Move job `job_id` from status `expected` to `new`, setting `fields` in the same UPDATE.
+
+    Conditional on the old status: False (zero rows) means someone else changed or deleted the
+    job first, and the caller must not act on it.
+    """
+    return Job.objects.filter(id=job_id, status=expected).update(status=new, **fields) == 1
+
+
+def submit_job(user, project: Project, **fields) -> Job:
+    """Store a new Pending job of `project` submitted by `user`; 409 when the name is taken.
+
+    `fields` are the validated job fields (name, type, gpus, pods, priority, image, ...).
+    """
+    name = fields["name"]
+    try:
+        with transaction.atomic():
+            if Job.objects.filter(project=project, name=name).exists():
+                raise conflict("name", f"a job named {name!r} already exists in {project.name}")
+            job = Job.objects.create(project=project, user=user, status=Status.PENDING, **fields)
+            who = user.get_username() if user else "someone"
+            record_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
+            request_cycle_on_commit()
+    except IntegrityError:  # a concurrent submission took the name between check and insert
+        raise conflict("name", f"a job named {name!r} already exists in {project.name}") from None
+    return job
+
+
+def stop_job(job: Job, user=None) -> None:
+    """Stop and remove `job`: its GPUs are free once this commits, its events stay.
+
+    The row is deleted (the name can be reused); the next cycle stops the agent's pods of jobs
+    the database no longer has and reuses the freed devices.
+    """
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().filter(id=job.id).first()
+        if locked is None:
+            return  # deleted concurrently: the outcome the caller asked for
+        who = user.get_username() if user else "the system"
+        freed = f"; freed {locked.allocated_gpus:g} GPUs" if locked.holds_gpus else ""
+        record_event(locked, "deleted", f"deleted by {who} while {locked.status}{freed}")
+        locked.delete()
+        request_cycle_on_commit()
+
+
+def _shape(job: Job) -> str:
+    """'2 pods x 0.5 GPU, train' — what was asked for, for the submitted event."""
+    pods = f"{job.pods} pods x " if job.pods > 1 else ""
+    return f"{pods}{float(job.gpus):g} GPU, {job.type}"

@@ -1,0 +1,101 @@
+"""The portal's side of the agent interface: which agent runs, and ORM rows turned into specs.
+
+The agent is one object per process. For the simulated agent that is enough: its answers are
+functions of the job spec and the clock, and the cycle rebuilds its memory from the database
+(see `observe.reconcile`), so the web process and every Celery worker agree.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from agents.base import Agent, JobSpec, PodSpec
+from agents.simulated import SimulatedAgent
+
+_agent: Agent | None = None
+_agent_lock = threading.Lock()
+
+
+def get_agent() -> Agent:
+    """The process-wide agent chosen by `ALLOT_AGENT`."""
+    global _agent
+    with _agent_lock:
+        if _agent is None:
+            _agent = _build_agent(settings.ALLOT_AGENT)
+        return _agent
+
+
+def _build_agent(kind: str) -> Agent:
+    if kind == "simulated":
+        return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S)
+    raise ImproperlyConfigured(
+        f"ALLOT_AGENT={kind!r}: only the simulated agent exists so far (Kubernetes is step 6)"
+    )
+
+
+def placement_specs(placement: list[dict]) -> tuple[PodSpec, ...]:
+    """`Job.placement` JSON as the agent's pod specs."""
+    return tuple(
+        PodSpec(pod["node"], tuple(pod.get("devices", ())), float(pod.get("share", 1.0)))
+        for pod in placement
+    )
+
+
+SPEC_FIELDS = (
+    "id", "project__name", "name", "type", "gpus", "pods", "image", "command", "args",
+    "environment", "ports", "service_type", "sim_duration_s", "placement", "started_at",
+)  # fmt: skip
+
+
+def spec_from_values(row: dict) -> JobSpec:
+    """A JobSpec from a `Job.objects.values(*SPEC_FIELDS)` row (or an equivalent dict)."""
+    return JobSpec(
+        project=row["project__name"],
+        name=row["name"],
+        placement=placement_specs(row["placement"]),
+        started_at=row["started_at"],
+        type=row["type"],
+        gpus=float(row["gpus"]),
+        pods=row["pods"],
+        image=row["image"],
+        command=" ".join(row["command"] or ()),
+        args=tuple(str(arg) for arg in row["args"] or ()),
+        environment=tuple(sorted((str(k), str(v)) for k, v in (row["environment"] or {}).items())),
+        ports=tuple(int(port) for port in row["ports"] or ()),
+        service_type=row["service_type"],
+        sim_duration_s=row["sim_duration_s"],
+    )
+
+
+def job_spec(job) -> JobSpec:
+    """A JobSpec from a Job row (ORM object)."""
+    row = {name: getattr(job, name) for name in SPEC_FIELDS if "__" not in name}
+    row["project__name"] = job.project.name
+    return spec_from_values(row)
+
+
+def _placed(job) -> bool:
+    return bool(job.placement) and job.started_at is not None
+
+
+def job_logs(job, tail: int = 200) -> list[str]:
+    """The job's last `tail` log lines from the agent; none while it is not placed."""
+    return get_agent().logs(job_spec(job), tail) if _placed(job) else []
+
+
+def job_urls(job) -> list[dict]:
+    """Where the job's ports answer (`[{"port", "url", "simulated"}]`); none while not placed."""
+    return get_agent().urls(job_spec(job)) if _placed(job) else []
+
+
+def job_utilization(job) -> dict | None:
+    """`{"utilization": 0..1, "simulated": bool}` of a running job, else None."""
+    if not _placed(job):
+        return None
+    status = get_agent().status(job_spec(job))
+    if status.utilization is None:
+        return None
+    return {"utilization": status.utilization, "simulated": status.simulated}

@@ -1,0 +1,69 @@
+"""The embedded default's cycle: a daemon thread in the web process, no Celery, no Redis.
+
+It runs the same `run_cycle` as the Celery task, after each committed change (`wake()`) and every
+`ALLOT_CYCLE_INTERVAL_S`. Only the web process starts it (`portal/wsgi.py`, `portal/asgi.py`),
+so `migrate`, tests and Celery workers never run a cycle behind anyone's back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+logger = logging.getLogger(__name__)
+
+_wake = threading.Event()
+_stop = threading.Event()
+_started = threading.Event()
+_start_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def start_embedded_cycle() -> bool:
+    """Start the timer thread once per process when the embedded cycle is on; True if running."""
+    if not settings.ALLOT_EMBEDDED_CYCLE or settings.REDIS_URL:
+        return False
+    global _thread
+    with _start_lock:
+        if not _started.is_set():
+            _stop.clear()
+            _thread = threading.Thread(target=_loop, name="allot-cycle", daemon=True)
+            _thread.start()
+            _started.set()
+    return True
+
+
+def stop_embedded_cycle(timeout: float = 10.0) -> None:
+    """Stop the timer thread after its current cycle (graceful shutdown, tests)."""
+    with _start_lock:
+        if _thread is not None and _started.is_set():
+            _stop.set()
+            _wake.set()
+            _thread.join(timeout)
+            _started.clear()
+
+
+def wake() -> None:
+    """Run a cycle now instead of at the next tick (no-op where the thread is not running)."""
+    if _started.is_set():
+        _wake.set()
+
+
+def _loop() -> None:
+    from portal.scheduling.cycle import run_cycle
+
+    while not _stop.is_set():
+        _wake.wait(timeout=settings.ALLOT_CYCLE_INTERVAL_S)
+        _wake.clear()
+        if _stop.is_set():
+            break
+        try:
+            run_cycle(wait=True)
+        except Exception:  # keep the timer alive; the next tick retries from the database
+            logger.exception("embedded scheduling cycle failed")
+        finally:
+            close_old_connections()
+    connection.close()

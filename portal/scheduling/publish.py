@@ -1,0 +1,53 @@
+"""Tell every open browser that the cluster changed: the overview on the Channels group "overview".
+
+Browsers need at most about one update a second, and building the overview of a 4,000-job
+cluster costs a good part of one, so a process publishes at most every `MIN_INTERVAL_S`; a change
+that falls inside the interval is owed and goes out with the next cycle after it. The broadcast
+is derived data (the database stays the source of truth): a channel layer that is down costs the
+viewers one update, never the cycle that already committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from time import monotonic
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+logger = logging.getLogger(__name__)
+
+GROUP = "overview"
+MIN_INTERVAL_S = 1.0
+
+_lock = threading.Lock()
+_last = float("-inf")
+_owed = False
+
+
+def publish_overview(changed: bool = True) -> bool:
+    """Send `{"type": "overview.updated", "overview": ...}` if something changed (now or owed)
+    and the last broadcast is `MIN_INTERVAL_S` old; True when it sent."""
+    global _last, _owed
+    with _lock:
+        _owed = _owed or changed
+        if not _owed or monotonic() - _last < MIN_INTERVAL_S:
+            return False
+        _owed, _last = False, monotonic()
+    return _send()
+
+
+def _send() -> bool:
+    from portal.jobs.overview import build_overview  # the jobs app builds what the API serves
+
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    try:
+        message = {"type": "overview.updated", "overview": build_overview()}
+        async_to_sync(layer.group_send)(GROUP, message)
+    except Exception:
+        logger.exception("could not publish the overview to the %r group", GROUP)
+        return False
+    return True

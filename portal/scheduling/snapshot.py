@@ -1,0 +1,168 @@
+"""The database as the scheduler's plain dataclasses: what one cycle may look at.
+
+`load()` reads nodes, departments, projects and the jobs that are pending or hold GPUs with a few
+`values_list` queries (no ORM object leaves this module, and none is built: at 4,000 jobs that is
+the difference between milliseconds and a second). Next to the scheduler's `Snapshot` it keeps
+what the commit needs to write conditionally: each job's row id and the status it was read in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from portal.cluster.models import Node as NodeRow
+from portal.jobs.models import HOLDING, Status
+from portal.jobs.models import Job as JobModel
+from portal.tenancy.models import Department as DepartmentRow
+from portal.tenancy.models import Project as ProjectRow
+from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """What the commit and the agent glue need of a job row besides the scheduler's view."""
+
+    id: int
+    project_id: int
+    status: str
+    pending_reason: str
+    started_at: datetime | None
+
+    @property
+    def holding(self) -> bool:
+        """True while the row holds GPUs (ContainerCreating or Running)."""
+        return self.status in HOLDING
+
+
+@dataclass(frozen=True)
+class ProjectRowInfo:
+    """A project's row id, stored fair share and interactive time limit."""
+
+    id: int
+    fair_share: float
+    interactive_time_limit_s: int | None
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """Everything read for one cycle: scheduler dataclasses plus the rows behind them."""
+
+    nodes: tuple[Node, ...]
+    departments: tuple[Department, ...]
+    projects: tuple[Project, ...]
+    jobs: tuple[Job, ...]
+    rows: dict[JobKey, JobRow]
+    project_rows: dict[str, ProjectRowInfo]
+
+    def snapshot(self, now: float, leaving: frozenset[JobKey] = frozenset()) -> Snapshot:
+        """The scheduler's snapshot at `now` without the jobs in `leaving` (they finished)."""
+        jobs = self.jobs if not leaving else tuple(j for j in self.jobs if j.key not in leaving)
+        return Snapshot(
+            nodes=self.nodes,
+            projects=self.projects,
+            jobs=jobs,
+            departments=self.departments,
+            now=now,
+        )
+
+
+def _gpus(value) -> float | None:
+    """A Decimal column as float (None stays None)."""
+    return None if value is None else float(value)
+
+
+def _placement(pods: list[dict]) -> tuple[PodPlacement, ...]:
+    return tuple(
+        PodPlacement(pod["node"], tuple(pod.get("devices", ())), float(pod.get("share", 1.0)))
+        for pod in pods
+    )
+
+
+def load_nodes() -> tuple[Node, ...]:
+    """Every node (R2.6: the scheduler itself leaves out nodes that are not ready)."""
+    rows = NodeRow.objects.order_by("name").values_list(
+        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable"
+    )
+    return tuple(Node(*row) for row in rows)
+
+
+def load_departments() -> tuple[Department, ...]:
+    """Every department; its id is the creation order of R2.10's tie-breaks."""
+    rows = DepartmentRow.objects.order_by("id").values_list(
+        "id", "name", "quota", "over_quota_weight", "limit"
+    )
+    return tuple(
+        Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk)
+        for pk, name, quota, weight, limit in rows
+    )
+
+
+def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
+    """Every project (of a known department, if any) as the scheduler sees it; its row facts."""
+    rows = ProjectRow.objects.order_by("id").values_list(
+        "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
+        "fair_share", "interactive_time_limit_s",
+    )  # fmt: skip
+    projects, infos = [], {}
+    for pk, name, quota, weight, limit, pools, department, share, time_limit in rows:
+        if department is not None and department not in departments:
+            continue
+        projects.append(
+            Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
+                    department, order=pk)
+        )  # fmt: skip
+        infos[name] = ProjectRowInfo(pk, share, time_limit)
+    return tuple(projects), infos
+
+
+def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobKey, JobRow]]:
+    """Jobs that are pending or hold GPUs, oldest first; finished jobs are history, not input.
+
+    A job whose project is not in `project_names` (created after the projects were read) is
+    left for the next cycle.
+    """
+    rows = (
+        JobModel.objects.filter(status__in=[Status.PENDING, *HOLDING])
+        .order_by("id")
+        .values_list(
+            "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
+            "placement", "pending_reason", "started_at", "image", "user__username", named=True,
+        )
+    )  # fmt: skip
+    jobs, index = [], {}
+    for row in rows:
+        project = project_names.get(row.project_id)
+        if project is None:
+            continue
+        placement = _placement(row.placement) if row.status in HOLDING else ()
+        job = Job(
+            project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
+            placement=placement, user=row.user__username or "", image=row.image,
+        )  # fmt: skip
+        jobs.append(job)
+        index[job.key] = JobRow(
+            row.id, row.project_id, row.status, row.pending_reason, row.started_at
+        )
+    return tuple(jobs), index
+
+
+def load() -> ClusterState:
+    """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
+
+    The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
+    nodes, departments, projects, jobs; what refers to a row that appeared in between (a job of a
+    new project, a project of a new department) waits for the next cycle.
+    """
+    nodes = load_nodes()
+    departments = load_departments()
+    projects, infos = load_projects({department.name for department in departments})
+    jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
+    return ClusterState(
+        nodes=nodes,
+        departments=departments,
+        projects=projects,
+        jobs=jobs,
+        rows=rows,
+        project_rows=infos,
+    )

@@ -1,0 +1,76 @@
+"""Every permission of the portal, in one place.
+
+Tenant data is reached only through these helpers. A project or job the user may not see is a
+404 (never a 403), so that names of other teams' work do not leak. Cluster admins (`is_staff`)
+see and change everything; project members see their projects; each role adds rights:
+viewer reads, researcher also submits and deletes jobs, admin also manages members.
+"""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.http import Http404
+
+from portal.jobs.models import Job
+from portal.tenancy.models import Membership, Project, Role
+
+SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
+MANAGE_ROLES = (Role.ADMIN,)
+
+
+def is_cluster_admin(user) -> bool:
+    """Cluster admins edit nodes, projects and users, and run cycles."""
+    return bool(user and user.is_authenticated and user.is_staff)
+
+
+def projects_for(user) -> QuerySet[Project]:
+    """The projects `user` may see: all for a cluster admin, else those they are a member of."""
+    if is_cluster_admin(user):
+        return Project.objects.all()
+    if not (user and user.is_authenticated):
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user)
+
+
+def jobs_for(user) -> QuerySet[Job]:
+    """The jobs `user` may see: those of the projects they may see."""
+    if is_cluster_admin(user):
+        return Job.objects.select_related("project", "user")
+    return Job.objects.select_related("project", "user").filter(
+        project__in=projects_for(user).values("id")
+    )
+
+
+def get_project_for(user, name: str) -> Project:
+    """The project `name` if `user` may see it; otherwise 404 (same answer as a missing one)."""
+    project = projects_for(user).filter(name=name).first()
+    if project is None:
+        raise Http404(f"Project {name!r} not found.")
+    return project
+
+
+def get_job_for(user, project: str, name: str) -> Job:
+    """The job `project/name` if `user` may see it; otherwise 404."""
+    job = jobs_for(user).filter(project__name=project, name=name).first()
+    if job is None:
+        raise Http404(f"Job {project}/{name} not found.")
+    return job
+
+
+def role_in(user, project: Project) -> str | None:
+    """The user's role in `project`, or None when they are not a member."""
+    if not (user and user.is_authenticated):
+        return None
+    return (
+        Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
+    )
+
+
+def can_submit(user, project: Project) -> bool:
+    """Cluster admins and the project's admins and researchers submit and delete jobs."""
+    return is_cluster_admin(user) or role_in(user, project) in SUBMIT_ROLES
+
+
+def can_manage_members(user, project: Project) -> bool:
+    """Cluster admins and the project's admins add and remove members."""
+    return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES

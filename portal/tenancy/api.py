@@ -1,0 +1,117 @@
+"""REST endpoints for projects, their members and users."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.http import Http404
+from rest_framework import generics, status
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from portal.api.errors import conflict
+from portal.tenancy import access, services
+from portal.tenancy.models import Membership, Project
+from portal.tenancy.permissions import ClusterAdminWrites, IsClusterAdmin, MayManageMembers
+from portal.tenancy.queries import with_usage
+from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
+
+
+class ProjectList(generics.ListCreateAPIView):
+    """GET the projects you may see; POST a new one (cluster admins)."""
+
+    serializer_class = ProjectSerializer
+    permission_classes = [ClusterAdminWrites]
+
+    def get_queryset(self):
+        return with_usage(access.projects_for(self.request.user))
+
+    def perform_create(self, serializer):
+        serializer.instance = services.create_project(**serializer.validated_data)
+
+
+class ProjectDetail(generics.RetrieveUpdateDestroyAPIView):
+    """GET, PATCH (cluster admins) or DELETE (cluster admins, no jobs left) one project."""
+
+    serializer_class = ProjectSerializer
+    permission_classes = [ClusterAdminWrites]
+    lookup_field = "name"
+    lookup_url_kwarg = "name"
+    http_method_names = ["get", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return with_usage(access.projects_for(self.request.user))
+
+    def perform_update(self, serializer):
+        services.update_project(serializer.instance, **serializer.validated_data)
+        serializer.instance = self.get_object()  # re-read the usage figures
+
+    def perform_destroy(self, project):
+        services.delete_project(project)
+
+
+class MemberList(generics.ListCreateAPIView):
+    """GET a project's members (members see them); POST one (project or cluster admins)."""
+
+    serializer_class = MembershipSerializer
+    permission_classes = [IsAuthenticated, MayManageMembers]
+
+    def project(self) -> Project:
+        project = access.get_project_for(self.request.user, self.kwargs["name"])
+        self.check_object_permissions(self.request, project)
+        return project
+
+    def get_queryset(self):
+        return Membership.objects.filter(project=self.project()).select_related("user")
+
+    def create(self, request, *args, **kwargs):
+        project = self.project()  # 404 / 403 before the body is looked at
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        membership = services.add_member(project, data["username"], data["role"])
+        return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MemberDetail(generics.DestroyAPIView):
+    """DELETE a member from a project (project or cluster admins)."""
+
+    serializer_class = MembershipSerializer
+    permission_classes = [IsAuthenticated, MayManageMembers]
+
+    def get_object(self) -> Membership:
+        project = access.get_project_for(self.request.user, self.kwargs["name"])
+        self.check_object_permissions(self.request, project)
+        membership = (
+            Membership.objects.filter(project=project, user__username=self.kwargs["username"])
+            .select_related("user")
+            .first()
+        )
+        if membership is None:
+            raise Http404(f"{self.kwargs['username']} is not a member of {project.name}.")
+        return membership
+
+    def perform_destroy(self, membership):
+        services.remove_member(membership)
+
+
+class UserList(generics.ListCreateAPIView):
+    """GET or POST portal accounts (cluster admins)."""
+
+    serializer_class = UserSerializer
+    permission_classes = [IsClusterAdmin]
+    queryset = get_user_model().objects.order_by("id")
+
+    def create(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = dict(serializer.validated_data)
+        username = data.pop("username")
+        try:
+            with transaction.atomic():
+                if get_user_model().objects.filter(username=username).exists():
+                    raise conflict("username", f"a user named {username!r} already exists")
+                user = get_user_model().objects.create_user(username=username, **data)
+        except IntegrityError:
+            raise conflict("username", f"a user named {username!r} already exists") from None
+        return Response(self.get_serializer(user).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,58 @@
+"""DRF permission classes; each one asks `portal.tenancy.access`, which holds the rules.
+
+Object permissions run after the lookup, so a user who may not see an object gets the
+lookup's 404 before any 403 could tell them it exists.
+"""
+
+from __future__ import annotations
+
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from portal.tenancy import access
+
+
+class IsClusterAdmin(BasePermission):
+    """Only cluster admins (users, scheduler cycles)."""
+
+    message = "Only cluster admins may do this."
+
+    def has_permission(self, request, view) -> bool:
+        return access.is_cluster_admin(request.user)
+
+
+class ClusterAdminWrites(BasePermission):
+    """Signed-in users read; only cluster admins create (list endpoints) or change (objects)."""
+
+    message = "Only cluster admins may change this."
+
+    def has_permission(self, request, view) -> bool:
+        if not (request.user and request.user.is_authenticated):
+            return False
+        if request.method in SAFE_METHODS or getattr(view, "lookup_url_kwarg", None):
+            return True  # detail views decide in has_object_permission, after the 404 check
+        return access.is_cluster_admin(request.user)
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        return request.method in SAFE_METHODS or access.is_cluster_admin(request.user)
+
+
+class MayManageMembers(BasePermission):
+    """Project admins and cluster admins change a project's members; members read them."""
+
+    message = "Only the project's admins may change its members."
+
+    def has_object_permission(self, request, view, project) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        return access.can_manage_members(request.user, project)
+
+
+class MaySubmit(BasePermission):
+    """Researchers, project admins and cluster admins delete a project's jobs; viewers read."""
+
+    message = "Only the project's researchers and admins may change its jobs."
+
+    def has_object_permission(self, request, view, job) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        return access.can_submit(request.user, job.project)

@@ -1,0 +1,132 @@
+"""Projects, members and users in the REST API."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+
+from portal.cluster.models import Node
+from portal.jobs.serializers import dns_label
+from portal.tenancy.models import Membership, Project, Role
+from portal.validators import NAME_MAX
+
+GPUS = {"max_digits": 9, "decimal_places": 2, "min_value": 0}
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    """A project's settings; usage figures are read-only (annotated by the view's queryset)."""
+
+    name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
+    quota = serializers.DecimalField(**GPUS)
+    over_quota_weight = serializers.DecimalField(allow_null=True, required=False, **GPUS)
+    limit = serializers.DecimalField(allow_null=True, required=False, **GPUS)
+    node_pools = serializers.ListField(
+        child=serializers.CharField(max_length=63), max_length=64, required=False
+    )
+    interactive_time_limit_s = serializers.IntegerField(
+        min_value=1, max_value=365 * 24 * 3600, allow_null=True, required=False
+    )
+    allocated_gpus = serializers.SerializerMethodField()
+    running_jobs = serializers.SerializerMethodField()
+    pending_jobs = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = [
+            "name",
+            "quota",
+            "over_quota_weight",
+            "limit",
+            "node_pools",
+            "interactive_time_limit_s",
+            "allocated_gpus",
+            "fair_share",
+            "running_jobs",
+            "pending_jobs",
+            "created_at",
+        ]
+        read_only_fields = ["fair_share", "created_at"]
+
+    def get_allocated_gpus(self, project: Project) -> float:
+        return round(float(getattr(project, "allocated", None) or 0), 3)
+
+    def get_running_jobs(self, project: Project) -> int:
+        return getattr(project, "running", 0)
+
+    def get_pending_jobs(self, project: Project) -> int:
+        return getattr(project, "pending", 0)
+
+    def to_representation(self, project: Project) -> dict:
+        data = super().to_representation(project)
+        data["fair_share"] = round(project.fair_share, 3)
+        return data
+
+    def validate_name(self, name: str) -> str:
+        if self.instance is not None and name != self.instance.name:
+            raise serializers.ValidationError("a project's name cannot be changed")
+        return name
+
+    def validate_node_pools(self, pools: list[str]) -> list[str]:
+        known = set(Node.objects.values_list("pool", flat=True))
+        unknown = [pool for pool in pools if pool not in known]
+        if unknown:
+            listed = ", ".join(sorted(known)) or "none"
+            raise serializers.ValidationError(f"unknown node pool {unknown[0]!r} (known: {listed})")
+        return list(dict.fromkeys(pools))
+
+    def validate(self, attrs: dict) -> dict:
+        quota = attrs.get("quota", getattr(self.instance, "quota", None))
+        limit = attrs.get("limit", getattr(self.instance, "limit", None))
+        if limit is not None and quota is not None and limit < quota:
+            raise serializers.ValidationError(
+                {"limit": [f"must be at least the quota ({quota:g}), or null for no limit"]}
+            )
+        return attrs
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    """A member of a project: a username and a role."""
+
+    username = serializers.CharField(max_length=150)
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.RESEARCHER)
+
+    class Meta:
+        model = Membership
+        fields = ["username", "role", "created_at"]
+        read_only_fields = ["created_at"]
+
+    def to_representation(self, membership: Membership) -> dict:
+        data = super().to_representation(membership)
+        data["username"] = membership.user.get_username()
+        return data
+
+    def validate_username(self, username: str):
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise serializers.ValidationError(f"no user named {username!r}")
+        return user
+
+
+class UserSerializer(serializers.ModelSerializer):
+    """A portal account; the password is write-only and checked by Django's validators."""
+
+    username = serializers.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
+    password = serializers.CharField(
+        write_only=True, max_length=128, style={"input_type": "password"}
+    )
+
+    class Meta:
+        model = get_user_model()
+        fields = ["username", "password", "email", "is_staff", "date_joined"]
+        read_only_fields = ["date_joined"]
+
+    def validate(self, attrs: dict) -> dict:
+        candidate = get_user_model()(username=attrs.get("username"), email=attrs.get("email", ""))
+        try:
+            validate_password(attrs["password"], candidate)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"password": exc.messages}) from None
+        return attrs

@@ -1,0 +1,223 @@
+"""Replay a scenario file through a running portal's REST API; print `scheduler.replay`'s tables.
+
+    python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
+        --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
+
+The scenario's nodes and projects are created (or, when they exist, updated to the scenario's
+values); each job is submitted with `POST /api/v1/jobs/` and each deletion sent with `DELETE`,
+every one followed by `POST /api/v1/scheduler/cycles/` (settle), as FORMAT.md prescribes. After
+each `expect` step the portal's jobs and fair shares are read back and printed and checked by the
+same code as `python -m scheduler.replay`, so the two outputs can be compared line by line.
+
+Exit 0 when every expectation holds, 1 when one fails, 2 when the file is not a scenario this
+portal can replay or the portal cannot be reached (one line, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scheduler import Job, Plan, PodPlacement, Policy, Snapshot
+from scheduler.scenario import (
+    ReplayResult,
+    Scenario,
+    ScenarioError,
+    check,
+    load_scenario,
+    tables,
+)
+
+HOLDING = {"ContainerCreating", "Running"}
+
+
+class PortalError(Exception):
+    """The portal refused a request or could not be reached."""
+
+
+class Portal:
+    """A thin JSON client of the REST API, authenticated with a token."""
+
+    def __init__(self, url: str, token: str):
+        self.url = url.rstrip("/")
+        self.token = token
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+        """(status, decoded JSON body or None); HTTP errors are returned, not raised."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Authorization", f"Token {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=300) as response:
+                return response.status, _decode(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, _decode(exc.read())
+        except (urllib.error.URLError, OSError) as exc:
+            raise PortalError(f"cannot reach {self.url}: {exc}") from None
+
+    def require(self, method: str, path: str, body: dict | None = None, ok=(200, 201, 204)):
+        """The body of a request that must succeed."""
+        status, answer = self.call(method, path, body)
+        if status not in ok:
+            raise PortalError(f"{method} {path} -> {status} {answer}")
+        return answer
+
+    def all(self, path: str) -> list[dict]:
+        """Every item of a paginated list."""
+        page = self.require("GET", f"{path}{'&' if '?' in path else '?'}page_size=1000")
+        items = list(page["results"])
+        while page.get("next"):
+            page = self.require("GET", page["next"][page["next"].index("/api/") :])
+            items += page["results"]
+        return items
+
+    def settle(self) -> dict:
+        """Run cycles until the portal's scheduler decides nothing."""
+        return self.require("POST", "/api/v1/scheduler/cycles/", {})
+
+
+def _decode(raw: bytes):
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return raw.decode(errors="replace")[:300]
+
+
+def replayable(scenario: Scenario) -> None:
+    """Refuse what the REST API cannot express (departments, a non-default policy)."""
+    if scenario.departments:
+        raise ScenarioError("departments cannot be created through the REST API yet")
+    if scenario.policy != Policy():
+        raise ScenarioError("the portal runs the default policy; this scenario sets 'policy'")
+
+
+def upsert(portal: Portal, collection: str, body: dict) -> None:
+    """Create the node or project, or bring an existing one to the scenario's values."""
+    status, answer = portal.call("POST", f"/api/v1/{collection}/", body)
+    if status == 201:
+        return
+    if (
+        status in (400, 409)
+        and portal.call("GET", f"/api/v1/{collection}/{body['name']}/")[0] == 200
+    ):
+        portal.require("PATCH", f"/api/v1/{collection}/{body['name']}/", body)
+        return
+    raise PortalError(f"POST /api/v1/{collection}/ {body['name']} -> {status} {answer}")
+
+
+def prepare(portal: Portal, scenario: Scenario, clean: bool) -> None:
+    """Nodes and projects as the scenario says; the scenario's projects without jobs."""
+    for node in scenario.nodes:
+        body = {"name": node.name, "gpus": node.gpus, "gpu_memory_mib": node.gpu_memory_mib,
+                "pool": node.pool, "ready": node.ready}  # fmt: skip
+        upsert(portal, "nodes", body)
+    for project in scenario.projects:
+        body = {"name": project.name, "quota": project.quota,
+                "over_quota_weight": project.over_quota_weight, "limit": project.limit,
+                "node_pools": list(project.node_pools)}  # fmt: skip
+        upsert(portal, "projects", body)
+    names = {project.name for project in scenario.projects}
+    leftovers = [job for job in portal.all("/api/v1/jobs/") if job["project"] in names]
+    if leftovers and not clean:
+        raise PortalError(
+            f"the scenario's projects already have {len(leftovers)} jobs "
+            "(pass --clean to delete them first)"
+        )
+    for job in leftovers:
+        portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
+    portal.settle()
+
+
+def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
+    """The portal's jobs as a snapshot, and its stored fair shares and pending reasons as a plan."""
+    names = {project.name for project in scenario.projects}
+    jobs, reasons = [], {}
+    for order, row in enumerate(portal.all("/api/v1/jobs/")):
+        if row["project"] not in names or row["status"] not in HOLDING | {"Pending"}:
+            continue
+        placement = tuple(
+            PodPlacement(pod["node"], tuple(pod.get("devices", ())), pod.get("share", 1.0))
+            for pod in row["placement"]
+        ) if row["status"] in HOLDING else ()  # fmt: skip
+        job = Job(row["project"], row["name"], float(row["gpus"]), row["pods"], row["type"],
+                  row.get("priority"), order=order, placement=placement)  # fmt: skip
+        jobs.append(job)
+        if not placement:
+            reasons[job.key] = row.get("pending_reason") or ""
+    shares = {row["name"]: row["fair_share"] for row in portal.all("/api/v1/projects/")}
+    snapshot = Snapshot(nodes=scenario.nodes, projects=scenario.projects, jobs=tuple(jobs))
+    return snapshot, Plan(decisions=(), fair_shares=shares, pending_reasons=reasons)
+
+
+def replay(portal: Portal, scenario: Scenario, verbose: bool = False) -> ReplayResult:
+    """Every step through the API, settling after each submission and deletion."""
+    result = ReplayResult()
+    for i, step in enumerate(scenario.steps):
+        for spec in step.get("submit", []):
+            body = {key: value for key, value in spec.items() if value is not None}
+            portal.require("POST", "/api/v1/jobs/", body)
+            _settle(portal, result, verbose)
+        for spec in step.get("delete", []):
+            portal.require("DELETE", f"/api/v1/jobs/{spec['project']}/{spec['name']}/")
+            _settle(portal, result, verbose)
+        if "expect" in step:
+            snapshot, plan = read_state(portal, scenario)
+            result.report += tables(scenario, snapshot, plan, f"after step {i}")
+            result.failures += check(step["expect"], snapshot, plan, i)
+    return result
+
+
+def _settle(portal: Portal, result: ReplayResult, verbose: bool) -> None:
+    answer = portal.settle()
+    if not answer.get("settled", True):
+        result.failures.append(f"the portal did not settle within {answer.get('cycles')} cycles")
+    if verbose:
+        for d in answer.get("decisions", []):
+            result.report.append(f"   {d['kind']:5} {d['project']}/{d['job']}: {d['reason']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Replay each file against the portal; exit 0 (all pass), 1 (a failure) or 2 (unusable)."""
+    parser = argparse.ArgumentParser(prog="replay_scenario.py", description=__doc__.split("\n")[0])
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    parser.add_argument("--url", default=os.environ.get("ALLOT_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--token", default=os.environ.get("ALLOT_TOKEN"),
+                        help="an API token (default: $ALLOT_TOKEN)")  # fmt: skip
+    parser.add_argument("--clean", action="store_true",
+                        help="delete jobs already in the scenario's projects")  # fmt: skip
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
+    args = parser.parse_args(argv)
+    if not args.token:
+        print("replay_scenario.py: --token (or ALLOT_TOKEN) is required", file=sys.stderr)
+        return 2
+    portal, status = Portal(args.url, args.token), 0
+    for path in args.files:
+        try:
+            scenario = load_scenario(path)
+            replayable(scenario)
+            prepare(portal, scenario, args.clean)
+            result = replay(portal, scenario, args.verbose)
+        except (ScenarioError, PortalError) as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            return 2
+        print(f"# {scenario.name or path}")
+        print("\n".join(result.report))
+        for line in result.failures:
+            print(f"FAIL {line}")
+        print(("PASS " if result.ok else "FAIL ") + str(path))
+        status = max(status, 0 if result.ok else 1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

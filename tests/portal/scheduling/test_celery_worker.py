@@ -1,0 +1,79 @@
+"""The cycle through a real Celery worker (and beat) on real Redis: submit -> worker -> Running."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from portal.jobs.models import JobEvent, Status
+from tests.portal.scheduling.test_concurrency import _test_database_url
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[3]
+REDIS_URL = "redis://127.0.0.1:6379/14"  # a database of its own: the test flushes it
+
+
+@pytest.fixture
+def celery_worker(settings, tmp_path):
+    """A `celery worker -B` subprocess on Redis and the test database; this process plays web."""
+    from portal.celery import app
+
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    settings.REDIS_URL = REDIS_URL
+    saved = app.conf.broker_url, app.conf.task_always_eager
+    app.conf.broker_url, app.conf.task_always_eager = REDIS_URL, False
+    env = dict(
+        os.environ, DATABASE_URL=_test_database_url(), REDIS_URL=REDIS_URL,
+        ALLOT_SIM_START_DELAY_S="0", PYTHONPATH=str(ROOT),
+    )  # fmt: skip
+    with open(tmp_path / "worker.log", "w+") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "portal", "worker", "-B", "--pool=solo",
+             "--without-gossip", "--without-mingle", "--loglevel=INFO",
+             "--schedule", str(tmp_path / "beat-schedule")],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        yield worker, log
+        worker.terminate()
+        worker.wait(20)
+    app.conf.broker_url, app.conf.task_always_eager = saved
+    app.pool.force_close_all()
+
+
+def wait_for(predicate, timeout: float = 40.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_submitted_job_is_started_by_the_worker_and_seen_running(
+    celery_worker, cluster, api, cluster_admin
+):
+    worker, log = celery_worker
+    cluster.node("n1", 8)
+    cluster.project("team-a", 4)
+    response = api(cluster_admin).post(
+        "/api/v1/jobs/", {"project": "team-a", "name": "via-worker", "gpus": 2}, format="json"
+    )
+    assert response.status_code == 201, response.content
+
+    def running():
+        return cluster.job("team-a", "via-worker").status == Status.RUNNING
+
+    if not wait_for(running):
+        log.seek(0)
+        pytest.fail(f"the job never ran; worker log:\n{log.read()[-3000:]}")
+    assert worker.poll() is None
+    kinds = set(JobEvent.objects.filter(job_name="via-worker").values_list("kind", flat=True))
+    assert {"submitted", "scheduled", "running"} <= kinds
+    log.seek(0)
+    assert "portal.scheduling.tasks.run_cycle" in log.read()
