@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import tr4858
+
 ROOT = Path(__file__).resolve().parents[2]
-TR4858 = ROOT.parent / "shared" / "scenarios" / "tr4858.json"
+TR4858 = tr4858()
 
 
 def run(*args):
@@ -23,8 +25,6 @@ def run(*args):
 
 @pytest.fixture
 def tr4858():
-    if not TR4858.exists():
-        pytest.skip("../shared/scenarios/tr4858.json is not beside the repository")
     return json.loads(TR4858.read_text())
 
 

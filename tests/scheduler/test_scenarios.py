@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from scheduler.replay import main, replay_file
+from tests.paths import tr4858
 
 HERE = Path(__file__).resolve().parent
 SCENARIOS = sorted((HERE / "scenarios").glob("*.json"))
-SHARED_TR4858 = HERE.parents[2] / "shared" / "scenarios" / "tr4858.json"
+SHARED_TR4858 = tr4858()
 RULE_SENTENCE = re.compile(r"^(r\d+_\d+|e\d+)_[a-z0-9]+(_[a-z0-9]+)+$")
 
 
@@ -36,10 +37,6 @@ def test_there_are_at_least_45_scenarios_each_named_by_its_rule() -> None:
 
 
 def test_shared_tr4858_scenario_passes() -> None:
-    if not SHARED_TR4858.exists():
-        pytest.skip(
-            f"shared scenario {SHARED_TR4858} is absent (no ../shared checkout beside the repo)"
-        )
     result = replay_file(SHARED_TR4858)
     assert result.failures == [], "\n".join(result.failures)
 

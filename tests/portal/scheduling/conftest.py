@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from portal.jobs.services import stop_job, submit_job
 from portal.scheduling.cycle import run_cycle
 from portal.scheduling.settle import settle
 from portal.tenancy.models import Project
+from tests.paths import tr4858
 
-SCENARIOS = Path(__file__).resolve().parents[3].parent / "shared" / "scenarios"
+TR4858 = tr4858()
 
 
 class Clock:
@@ -98,7 +98,7 @@ def cluster(agent) -> Cluster:
 
 
 def load_scenario(name: str) -> dict:
-    return json.loads((SCENARIOS / name).read_text())
+    return json.loads((TR4858.parent / name).read_text())
 
 
 def device_use() -> dict[tuple[str, int], float]:

@@ -9,7 +9,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from scheduler.replay import main as replay_in_memory
-from tests.portal.scheduling.conftest import SCENARIOS
+from tests.portal.scheduling.conftest import TR4858
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "replay_scenario.py"
@@ -30,7 +30,7 @@ def token(cluster_admin) -> str:
 def test_tr4858_through_the_rest_api_prints_the_same_tables_as_the_pure_replay(
     live_server, token, capsys
 ):
-    path = str(SCENARIOS / "tr4858.json")
+    path = str(TR4858)
     assert replay_in_memory([path]) == 0
     expected = capsys.readouterr().out
     status = load_script().main([path, "--url", live_server.url, "--token", token])
@@ -61,7 +61,7 @@ def test_an_unreachable_portal_or_a_bad_file_exits_2_with_one_line(token, tmp_pa
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert script.main([str(bad), "--url", "http://127.0.0.1:9", "--token", token]) == 2
-    path = str(SCENARIOS / "tr4858.json")
+    path = str(TR4858)
     assert script.main([path, "--url", "http://127.0.0.1:9", "--token", token]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and "not JSON" in errors[0] and "cannot reach" in errors[1]
