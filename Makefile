@@ -12,6 +12,13 @@ $(STAMP): requirements.txt requirements-dev.txt
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $(STAMP)
 
+# The embedded default: SQLite in var/, in-memory channel layer, the cycle and the simulated
+# agent inside the web process. No Docker, PostgreSQL or Redis.
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap
+	$(PY) manage.py runserver --noreload 127.0.0.1:8000
+
 test: $(STAMP)
 	$(PY) -m pytest -q
 
