@@ -29,6 +29,8 @@ class Session:
         self.policy = policy
         self.queues: dict[str, QueueState] = build_queues(snapshot)
         jobs = [j for j in snapshot.jobs if j.project in self.queues and j.milli_per_pod >= 0]
+        if len({j.key for j in jobs}) != len(jobs):
+            raise ValueError("the snapshot holds two jobs with the same project and name")
         self.total = sum(to_milli(n.gpus) for n in snapshot.nodes if n.ready)  # R2.6
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
         self.state = ClusterState(snapshot.nodes, self.queues, jobs)
