@@ -1,10 +1,11 @@
 """Tell every open browser that the cluster changed: the overview on the Channels group "overview".
 
 Browsers need at most about one update a second, and building the overview of a 4,000-job
-cluster costs a good part of one, so a process publishes at most every `MIN_INTERVAL_S`; a change
-that falls inside the interval is owed and goes out with the next cycle after it. The broadcast
-is derived data (the database stays the source of truth): a channel layer that is down costs the
-viewers one update, never the cycle that already committed.
+cluster costs a good part of one, so a process publishes at most every `MIN_INTERVAL_S`, and
+never spends more than 1/`MAX_SHARE` of its time building overviews (a slow build stretches the
+interval); a change that falls inside the interval is owed and goes out with the next cycle.
+The broadcast is derived data (the database stays the source of truth): a channel layer that is
+down costs the viewers one update, never the cycle that already committed.
 """
 
 from __future__ import annotations
@@ -20,22 +21,26 @@ logger = logging.getLogger(__name__)
 
 GROUP = "overview"
 MIN_INTERVAL_S = 1.0
+MAX_SHARE = 5  # at most a fifth of the cycle process's time goes into building overviews
 
 _lock = threading.Lock()
 _last = float("-inf")
+_interval = MIN_INTERVAL_S
 _owed = False
 
 
 def publish_overview(changed: bool = True) -> bool:
     """Send `{"type": "overview.updated", "overview": ...}` if something changed (now or owed)
     and the last broadcast is `MIN_INTERVAL_S` old; True when it sent."""
-    global _last, _owed
+    global _last, _owed, _interval
     with _lock:
         _owed = _owed or changed
-        if not _owed or monotonic() - _last < MIN_INTERVAL_S:
+        if not _owed or monotonic() - _last < _interval:
             return False
         _owed, _last = False, monotonic()
-    return _send()
+    sent = _send()
+    _interval = max(MIN_INTERVAL_S, MAX_SHARE * (monotonic() - _last))
+    return sent
 
 
 def _send() -> bool:

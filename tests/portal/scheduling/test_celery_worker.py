@@ -77,3 +77,27 @@ def test_a_submitted_job_is_started_by_the_worker_and_seen_running(
     assert {"submitted", "scheduled", "running"} <= kinds
     log.seek(0)
     assert "portal.scheduling.tasks.run_cycle" in log.read()
+
+
+def test_tr4858_replayed_through_rest_with_the_worker_running_gives_the_reports_tables(
+    celery_worker, live_server, cluster_admin, capsys
+):
+    """The production stack: Postgres, Redis, a Celery worker and beat cycling on their own while
+    the REST replay submits and settles; the advisory lock keeps the two cycle sources apart."""
+    from rest_framework.authtoken.models import Token
+
+    from scheduler.replay import main as replay_in_memory
+    from tests.paths import tr4858
+    from tests.portal.scheduling.test_replay_script import load_script
+
+    token = Token.objects.create(user=cluster_admin).key
+    assert replay_in_memory([str(tr4858())]) == 0
+    expected = capsys.readouterr().out
+    status = load_script().main([str(tr4858()), "--url", live_server.url, "--token", token])
+    printed = capsys.readouterr()
+    assert status == 0, printed.err + printed.out
+    assert printed.out == expected
+    worker, log = celery_worker
+    assert worker.poll() is None
+    log.seek(0)
+    assert "portal.scheduling.tasks.run_cycle" in log.read()
