@@ -86,3 +86,17 @@ def test_r2_11_a_department_divides_its_own_fair_share_among_its_projects():
     divide_tree(8 * UNIT, [dept, other])
     assert shares([dept, other]) == {"dept": 4, "other": 4}
     assert shares(dept.children) == {"p1": 2, "p2": 2}
+
+
+def test_e10_historical_usage_lowers_a_queues_round_weight():
+    heavy = share("heavy", 0, 9, weight=1, order=0)
+    light = share("light", 0, 9, weight=1, order=1)
+    heavy.usage = 0.5  # w' = 0.5 + 1 x (0.5 - 0.5) = 0.5; light: 0.5 + 1 x (0.5 - 0) = 1.0
+    divide(9 * UNIT, [heavy, light], k_value=1.0)
+    assert shares([heavy, light]) == {"heavy": 3, "light": 6}
+
+
+def test_e10_without_usage_data_the_round_weight_is_just_the_weight():
+    a, b = share("a", 0, 9, weight=1, order=0), share("b", 0, 9, weight=2, order=1)
+    divide(9 * UNIT, [a, b], k_value=1.0)
+    assert shares([a, b]) == {"a": 3, "b": 6}
