@@ -25,21 +25,22 @@ MAX_SHARE = 5  # at most a fifth of the cycle process's time goes into building 
 
 _lock = threading.Lock()
 _last = float("-inf")
-_interval = MIN_INTERVAL_S
+_build_s = 0.0  # how long the last broadcast took to build and send
 _owed = False
 
 
 def publish_overview(changed: bool = True) -> bool:
     """Send `{"type": "overview.updated", "overview": ...}` if something changed (now or owed)
     and the last broadcast is `MIN_INTERVAL_S` old; True when it sent."""
-    global _last, _owed, _interval
+    global _last, _owed, _build_s
     with _lock:
         _owed = _owed or changed
-        if not _owed or monotonic() - _last < _interval:
+        interval = max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
+        if not _owed or monotonic() - _last < interval:
             return False
         _owed, _last = False, monotonic()
     sent = _send()
-    _interval = max(MIN_INTERVAL_S, MAX_SHARE * (monotonic() - _last))
+    _build_s = monotonic() - _last
     return sent
 
 

@@ -189,6 +189,8 @@ def test_each_committed_change_publishes_the_overview_to_its_group(cluster, monk
     from portal.scheduling import publish
 
     monkeypatch.setattr(publish, "MIN_INTERVAL_S", 0)
+    monkeypatch.setattr(publish, "_last", float("-inf"))
+    monkeypatch.setattr(publish, "_build_s", 0.0)
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)("overview", channel)
@@ -209,6 +211,7 @@ def test_the_overview_goes_out_at_most_once_a_second_and_owed_changes_follow(mon
     monkeypatch.setattr(publish, "monotonic", lambda: now[0])
     monkeypatch.setattr(publish, "_last", float("-inf"))
     monkeypatch.setattr(publish, "_owed", False)
+    monkeypatch.setattr(publish, "_build_s", 0.0)
     assert publish.publish_overview(changed=True)
     now[0] += 0.5
     assert not publish.publish_overview(changed=True)  # too soon: owed
@@ -218,3 +221,24 @@ def test_the_overview_goes_out_at_most_once_a_second_and_owed_changes_follow(mon
     now[0] += 5
     assert not publish.publish_overview(changed=False)  # nothing new, nothing sent
     assert sent == [100.0, 101.0]
+
+
+def test_a_slow_overview_build_stretches_the_interval_to_five_times_its_cost(monkeypatch):
+    from portal.scheduling import publish
+
+    now = [100.0]
+
+    def slow_send():
+        now[0] += 0.4  # building and sending took 0.4 s
+        return True
+
+    monkeypatch.setattr(publish, "_send", slow_send)
+    monkeypatch.setattr(publish, "monotonic", lambda: now[0])
+    monkeypatch.setattr(publish, "_last", float("-inf"))
+    monkeypatch.setattr(publish, "_owed", False)
+    monkeypatch.setattr(publish, "_build_s", 0.0)
+    assert publish.publish_overview(changed=True)
+    now[0] = 101.5  # 1.5 s after the last send began: over MIN_INTERVAL_S, under 5 x 0.4 s
+    assert not publish.publish_overview(changed=True)
+    now[0] = 102.1
+    assert publish.publish_overview(changed=False)  # the owed change goes out
