@@ -69,7 +69,7 @@ class MemberList(generics.ListCreateAPIView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        membership = services.add_member(project, data["username"], data["role"])
+        membership = services.add_member(project, data["user"]["username"], data["role"])
         return Response(self.get_serializer(membership).data, status=status.HTTP_201_CREATED)
 
 

@@ -90,18 +90,14 @@ class ProjectSerializer(serializers.ModelSerializer):
 class MembershipSerializer(serializers.ModelSerializer):
     """A member of a project: a username and a role."""
 
-    username = serializers.CharField(max_length=150)
+    # Read from the member's user; written as a username that validate_username resolves.
+    username = serializers.CharField(max_length=150, source="user.username")
     role = serializers.ChoiceField(choices=Role.choices, default=Role.RESEARCHER)
 
     class Meta:
         model = Membership
         fields = ["username", "role", "created_at"]
         read_only_fields = ["created_at"]
-
-    def to_representation(self, membership: Membership) -> dict:
-        data = super().to_representation(membership)
-        data["username"] = membership.user.get_username()
-        return data
 
     def validate_username(self, username: str):
         user = get_user_model().objects.filter(username=username).first()
