@@ -149,3 +149,18 @@ def test_it_allows_the_same_job_name_in_another_project(api, cluster_admin, node
     client = api(cluster_admin)
     assert post(client, project="team-a").status_code == 201
     assert post(client, project="team-b").status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('{"project": "team-a", "name": "j", "gpus": 1, "args": ["a\\u0000b"]}', "args[0]"),
+        ('{"project": "team-a", "name": "j", "gpus": 1, "environment": {"K\\u0000": "v"}}', "key"),
+        ('{"project": "team-a", "name": "j", "gpus": 1, "command": ["\\ud800"]}', "surrogate"),
+    ],
+)
+def test_it_rejects_text_the_database_cannot_store(client, body, words):
+    response = client.post(URL, body, content_type="application/json")
+    assert response.status_code == 400
+    assert words in response.json()["body"][0]
+    assert Job.objects.count() == 0
