@@ -8,7 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .scenario import ReplayResult, ScenarioError, load_scenario, replay, replay_file
+from .scenario import (
+    ReplayResult,
+    ScenarioError,
+    load_scenario,
+    print_result,
+    replay,
+    replay_file,
+)
 
 __all__ = ["ReplayResult", "main", "replay_file"]
 
@@ -27,12 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ScenarioError, TypeError, KeyError, ValueError) as exc:
             print(f"{path}: not a valid scenario: {exc}", file=sys.stderr)
             return 2
-        print(f"# {scenario.name or path}")
-        print("\n".join(result.report))
-        for line in result.failures:
-            print(f"FAIL {line}")
-        print(("PASS " if result.ok else "FAIL ") + str(path))
-        status = max(status, 0 if result.ok else 1)
+        status = max(status, print_result(scenario, path, result))
     return status
 
 

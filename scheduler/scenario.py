@@ -279,3 +279,13 @@ def _state(job: Job | None) -> str:
 def replay_file(path: str | Path, verbose: bool = False) -> ReplayResult:
     """Load and replay a scenario file (raises ScenarioError on an invalid file)."""
     return replay(load_scenario(path), verbose=verbose)
+
+
+def print_result(scenario: Scenario, path, result: ReplayResult) -> int:
+    """Print the tables, one FAIL line per failed expectation and PASS/FAIL; return 0 or 1."""
+    print(f"# {scenario.name or path}")
+    print("\n".join(result.report))
+    for line in result.failures:
+        print(f"FAIL {line}")
+    print(("PASS " if result.ok else "FAIL ") + str(path))
+    return 0 if result.ok else 1

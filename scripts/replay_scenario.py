@@ -32,6 +32,7 @@ from scheduler.scenario import (
     ScenarioError,
     check,
     load_scenario,
+    print_result,
     tables,
 )
 
@@ -210,12 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         except (ScenarioError, PortalError) as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             return 2
-        print(f"# {scenario.name or path}")
-        print("\n".join(result.report))
-        for line in result.failures:
-            print(f"FAIL {line}")
-        print(("PASS " if result.ok else "FAIL ") + str(path))
-        status = max(status, 0 if result.ok else 1)
+        status = max(status, print_result(scenario, path, result))
     return status
 
 

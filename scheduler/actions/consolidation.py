@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ordering import JobQueues
 from ..placement import pools_for
 from ..session import Session, nodes_of
-from .eviction import solve
+from .eviction import record_moves, solve
 from .signatures import FailedJobs
 
 
@@ -35,15 +35,7 @@ def consolidate(session: Session) -> None:
         if outcome is None:
             failed.add(job)
             continue
-        for victim, placement in outcome.moved:
-            session.record(
-                "move",
-                victim,
-                "consolidation",
-                f"moved to {nodes_of(placement)} to make room for {job.project}/{job.name} (R11.1)",
-                placement,
-                job.key,
-            )
+        record_moves(session, job, outcome, "consolidation", "R11.1")
         session.record(
             "start",
             job,

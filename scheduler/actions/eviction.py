@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..model import Job, PodPlacement
 from ..ordering import job_order_key
 from ..placement import place_job, pools_for
-from ..session import Session
+from ..session import Session, nodes_of
 from ..state import FULL
 
 Validator = Callable[[Job, list[Job], dict[str, tuple[int, int]]], bool]
@@ -232,3 +232,16 @@ def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...])
         if node is None or not node.eligible or node.used[device] + milli > FULL:
             return False
     return True
+
+
+def record_moves(session: Session, job: Job, outcome: Outcome, action: str, rule: str) -> None:
+    """Record every victim the simulation moved elsewhere for `job` (R8.5)."""
+    for victim, placement in outcome.moved:
+        session.record(
+            "move",
+            victim,
+            action,
+            f"moved to {nodes_of(placement)} so {job.project}/{job.name} can start ({rule})",
+            placement,
+            job.key,
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..model import Job
 from ..ordering import JobQueues
 from ..session import Session, nodes_of
-from .eviction import solve
+from .eviction import record_moves, solve
 from .signatures import FailedJobs
 
 
@@ -41,15 +41,7 @@ def preempt(session: Session) -> None:
                 f"({job.priority_value} > {victim.priority_value}) (R10.2)",
                 beneficiary=job.key,
             )
-        for victim, placement in outcome.moved:
-            session.record(
-                "move",
-                victim,
-                "preempt",
-                f"moved to {nodes_of(placement)} so {job.name} can start (R10.2)",
-                placement,
-                job.key,
-            )
+        record_moves(session, job, outcome, "preempt", "R10.2")
         session.record(
             "start",
             job,

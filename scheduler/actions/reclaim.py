@@ -6,7 +6,7 @@ from ..model import Job
 from ..ordering import JobQueues
 from ..queues import QueueState
 from ..session import Session, gpus, nodes_of
-from .eviction import Outcome, solve
+from .eviction import Outcome, record_moves, solve
 from .signatures import FailedJobs
 
 
@@ -147,15 +147,7 @@ def commit(session: Session, job: Job, outcome: Outcome) -> None:
             + " (R9.4)",
             beneficiary=job.key,
         )
-    for victim, placement in outcome.moved:
-        session.record(
-            "move",
-            victim,
-            "reclaim",
-            f"moved to {nodes_of(placement)} so {job.project}/{job.name} can start (R9.7)",
-            placement,
-            job.key,
-        )
+    record_moves(session, job, outcome, "reclaim", "R9.7")
     given = sorted({v.project for v in outcome.evicted})
     source = f" from {', '.join(given)}" if given else ""
     session.record(
