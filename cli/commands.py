@@ -1,0 +1,279 @@
+"""The `allot` commands, spelled as Run:AI v1's `runai` so TR-4858's command lines work."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__, config
+from .client import Api, CliError
+
+out = Console(highlight=False, soft_wrap=True)
+
+
+def api() -> Api:
+    """A client for the configured portal, or a CliError saying how to configure one."""
+    settings = config.current()
+    if not settings.url:
+        raise CliError("no portal configured: run `allot login URL --token TOKEN` or set ALLOT_URL")
+    return Api(settings.url, settings.token)
+
+
+def project_of(given: str | None) -> str:
+    """-p, else the project set with `allot project set`, else a CliError."""
+    project = given or config.current().project
+    if not project:
+        raise CliError("no project: pass -p PROJECT or run `allot project set PROJECT`")
+    return project
+
+
+def age(stamp: str | None) -> str:
+    """'3m', '2h', '5d' since an ISO timestamp."""
+    if not stamp:
+        return "-"
+    seconds = (datetime.now(UTC) - datetime.fromisoformat(stamp)).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{max(int(seconds), 0)}s"
+
+
+def urls_of(job: dict) -> str:
+    return ", ".join(u.get("url", "") for u in job.get("urls") or []) or "-"
+
+
+class Group(click.Group):
+    """Prints CliError plainly on stderr with exit status 1 — never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except CliError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+def cli():
+    """Allot: submit and follow GPU jobs on a shared cluster (Run:AI-style commands)."""
+
+
+@cli.command()
+@click.argument("url")
+@click.option("--token", help="an API token (from your user page or `manage.py issue_token`)")
+def login(url, token):
+    """Store the portal URL and your token (in a file only you can read)."""
+    if not token:
+        token = click.prompt("API token", hide_input=True)
+    user = Api(url, token).call("GET", "projects/", params={"page_size": 1})
+    path = config.write({"url": url.rstrip("/"), "token": token})
+    click.echo(f"Logged in to {url} ({user['count']} project(s) visible); saved to {path}")
+
+
+@cli.group()
+def project():
+    """Set the default project or list the projects you may see."""
+
+
+@project.command("set")
+@click.argument("name")
+def project_set(name):
+    """Make NAME the default project of later commands."""
+    api().call("GET", f"projects/{name}/")
+    config.write({"project": name})
+    click.echo(f"Project {name} has been set as the default project")
+
+
+@project.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def project_list(as_json):
+    """Projects with quota, allocated GPUs, fair share and pending jobs."""
+    projects = api().all("projects/")
+    if as_json:
+        click.echo(json.dumps(projects, indent=2))
+        return
+    default = config.current().project
+    table = Table("PROJECT", "QUOTA", "ALLOCATED", "FAIR SHARE", "RUNNING", "PENDING", box=None)
+    for p in projects:
+        mark = " (default)" if p["name"] == default else ""
+        table.add_row(
+            p["name"] + mark,
+            f"{p['quota']:g}",
+            f"{p['allocated_gpus']:g}",
+            f"{p['fair_share']:g}",
+            str(p["running_jobs"]),
+            str(p["pending_jobs"]),
+        )
+    out.print(table)
+
+
+def parse_env(values) -> dict:
+    env = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="-e")
+        env[key] = value
+    return env
+
+
+def parse_pvc(values) -> list:
+    volumes = []
+    for item in values:
+        claim, sep, path = item.partition(":")
+        if not sep or not claim or not path:
+            raise click.BadParameter(f"{item!r} is not CLAIM:PATH", param_hint="--pvc")
+        read_only = path.endswith(":ro")
+        volumes.append(
+            {"pvc": claim, "mount_path": path.removesuffix(":ro"), "read_only": read_only}
+        )
+    return volumes
+
+
+@cli.command()
+@click.argument("name")
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+@click.option("-i", "--image", default="", help="container image")
+@click.option(
+    "-g",
+    "--gpu",
+    "gpus",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="GPUs per pod: a fraction below 1 or a whole number",
+)
+@click.option("--pods", type=int, default=1, show_default=True, help="pods started together")
+@click.option(
+    "--interactive", is_flag=True, help="an interactive (build) job: in quota, never preempted"
+)
+@click.option("--command", "command", multiple=True, help="the command (repeat for words)")
+@click.option("--args", "args", multiple=True, help="an argument (repeat)")
+@click.option("-e", "--environment", multiple=True, help="KEY=VALUE (repeat)")
+@click.option("--port", "ports", type=int, multiple=True, help="a port to expose (repeat)")
+@click.option(
+    "--service-type",
+    default="",
+    type=click.Choice(["", "portforward", "nodeport", "loadbalancer", "ingress"]),
+)
+@click.option("--pvc", multiple=True, help="CLAIM:PATH[:ro] (repeat)")
+@click.option("--priority", type=int, default=None, help="priority among your project's jobs")
+def submit(name, project, image, gpus, pods, interactive, command, args, environment, ports,
+           service_type, pvc, priority):  # fmt: skip
+    """Submit job NAME (Pending until the scheduler starts it)."""
+    body = {
+        "project": project_of(project), "name": name, "image": image, "gpus": gpus,
+        "pods": pods, "type": "interactive" if interactive else "train",
+        "command": list(command), "args": list(args), "environment": parse_env(environment),
+        "ports": list(ports), "service_type": service_type, "volumes": parse_pvc(pvc),
+        "priority": priority,
+    }  # fmt: skip
+    job = api().call("POST", "jobs/", json=body)
+    click.echo(f"The job '{job['name']}' has been submitted successfully ({job['status']}).")
+    click.echo(f"You can run `allot get {job['name']} -p {job['project']}` to check its status.")
+
+
+@cli.command("list")
+@click.option("-p", "--project", help="only this project (default: `allot project set`)")
+@click.option("-A", "--all-projects", is_flag=True, help="jobs of every project you may see")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def list_jobs(project, all_projects, as_json):
+    """Jobs: NAME STATUS AGE NODE IMAGE PROJECT USER GPUs SERVICE URL(S)."""
+    scope = None if all_projects else project_of(project)
+    jobs = api().all("jobs/", project=scope)
+    if as_json:
+        click.echo(json.dumps(jobs, indent=2))
+        return
+    table = Table("NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER", "GPUs",
+                  "SERVICE URL(S)", box=None)  # fmt: skip
+    for j in jobs:
+        table.add_row(j["name"], j["status"], age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
+                      j["image"] or "-", j["project"], j["user"] or "-",
+                      f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
+    out.print(table)
+    used = sum(j["allocated_gpus"] for j in jobs)
+    click.echo(f"\n{len(jobs)} job(s), {used:g} GPU(s) in use")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def get(name, project, as_json):
+    """A job's status, placement, why it waits, and its events with the scheduler's reasons."""
+    client, project = api(), project_of(project)
+    job = client.call("GET", f"jobs/{project}/{name}/")
+    events = client.all(f"jobs/{project}/{name}/events/")
+    if as_json:
+        click.echo(json.dumps({**job, "events": events}, indent=2))
+        return
+    click.echo(f"NAME: {job['name']}\nPROJECT: {job['project']}\nTYPE: {job['type']}")
+    click.echo(f"STATUS: {job['status']}\nGPUs: {job['gpus']:g} x {job['pods']} pod(s), "
+               f"allocated {job['allocated_gpus']:g}")  # fmt: skip
+    click.echo(f"NODE(S): {', '.join(job['nodes']) or '-'}\nIMAGE: {job['image'] or '-'}")
+    if job["status"] == "Pending":
+        click.echo(
+            f"WAITING {job['wait_s']:g} s BECAUSE: {job['pending_reason'] or 'not yet scheduled'}"
+        )
+    click.echo(f"SERVICE URL(S): {urls_of(job)}\n\nEVENTS:")
+    table = Table("TIME", "KIND", "MESSAGE", box=None)
+    for e in events:
+        table.add_row(e["time"][11:19], e["kind"], e["message"])
+    out.print(table)
+
+
+@cli.command()
+@click.argument("name")
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+@click.option("--tail", type=int, default=200, show_default=True, help="last lines to print")
+@click.option("-f", "--follow", is_flag=True, help="keep printing new lines")
+def logs(name, project, tail, follow):
+    """A job's log lines (marked when the cluster is simulated)."""
+    import time
+
+    client, project = api(), project_of(project)
+    seen: list[str] = []
+    while True:
+        body = client.call("GET", f"jobs/{project}/{name}/logs/", params={"tail": tail})
+        lines = body["lines"]
+        start = _new_from(seen, lines) if seen else 0
+        for line in lines[start:]:
+            click.echo(line)
+        seen = lines
+        if not follow or body["status"] in ("Succeeded", "Failed"):
+            return
+        time.sleep(2)
+
+
+def _new_from(seen: list[str], lines: list[str]) -> int:
+    """Index of the first line of `lines` not printed yet (the log window slides)."""
+    last = seen[-1] if seen else None
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index] == last:
+            return index + 1
+    return 0
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+def delete(names, project):
+    """Stop and remove jobs: their GPUs are free at once, their events stay."""
+    client, project = api(), project_of(project)
+    for name in names:
+        client.call("DELETE", f"jobs/{project}/{name}/")
+        click.echo(f"The job '{name}' has been deleted")
+
+
+@cli.command()
+def version():
+    """The CLI's version and, when configured, the portal it talks to."""
+    click.echo(f"allot {__version__}")
+    settings = config.current()
+    if settings.url:
+        click.echo(f"portal: {settings.url}")
