@@ -114,13 +114,15 @@ def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None
 
 
 def choose_devices(node: NodeState, job: Job, policy: Policy) -> tuple[int, ...]:
-    """Devices on `node` for one pod: whole pods take free devices, idle before releasing;
+    """Devices on `node` for one pod: whole pods take free devices, releasing before idle;
     fractions take the fullest shared device with room, else a fresh device (R5.4, gpupack);
     with `gpu_sharing="spread"` a fresh device first, then the least used shared one."""
     if job.gpus <= 0:
         return ()
     free = [i for i in range(node.gpus) if node.used[i] == 0]
-    free.sort(key=lambda i: (node.releasing[i], i))
+    # Releasing devices first: a placement made on top of evictions is charged to what they
+    # release, so the node keeps its idle devices for the next pod (R1.3, R5.1).
+    free.sort(key=lambda i: (not node.releasing[i], i))
     if job.gpus >= 1:
         return tuple(sorted(free[: job.whole_devices_per_pod]))
     shared = node.shared_room(job.milli_per_pod)

@@ -153,11 +153,35 @@ def _multi_node(session: Session, job: Job, accumulated: list[Job]):
         step *= 2
 
 
-def allocation_order_key(session: Session, job: Job) -> tuple:
-    """Allocation order between jobs of different queues (R4.1, R4.2) then inside one (R4.3)."""
-    path = session.queue(job).path()
-    levels = tuple((*q.allocation_key(job.milli_total, session.total), q.name) for q in path)
-    return (*levels, job_order_key(job))
+def next_in_allocation_order(session: Session, jobs: list[Job]) -> Job:
+    """The job of `jobs` that allocation serves first: walk the queue tree from the root, at
+    each level taking the child whose R4.1 key — computed with the best job of its subtree — is
+    smallest (R4.2); inside a project the best job is the highest priority, then the oldest
+    (R4.3). A queue is always judged by its head job, as KAI's queue order does."""
+    heads: dict[str, Job] = {}
+    for job in jobs:
+        head = heads.get(job.project)
+        if head is None or job_order_key(job) < job_order_key(head):
+            heads[job.project] = job
+    subtree: dict[str, list] = {}
+    for project in heads:
+        path = session.queues[project].path()
+        for parent, child in zip([None, *path], path, strict=False):
+            siblings = subtree.setdefault(parent.name if parent else "", [])
+            if child not in siblings:
+                siblings.append(child)
+
+    def best(parent: str) -> Job:
+        """The best job under `parent` ("" = the root), by its children's R4.1 keys."""
+        offers = []
+        for queue in subtree[parent]:
+            job = heads[queue.name] if queue.name in heads else best(queue.name)
+            offers.append(
+                ((*queue.allocation_key(job.milli_total, session.total), queue.name), job)
+            )
+        return min(offers, key=lambda offer: offer[0])[1]
+
+    return best("")
 
 
 def simulate(
@@ -174,7 +198,7 @@ def simulate(
     outcome = Outcome(placement=())
     remaining = [job, *scenario]
     while remaining:
-        current = min(remaining, key=lambda j: allocation_order_key(session, j))
+        current = next_in_allocation_order(session, remaining)
         remaining.remove(current)
         if current is job:
             placement = (
@@ -199,13 +223,15 @@ def simulate(
 
 def _replace_victim(session: Session, victim: Job, old, outcome: Outcome) -> None:
     """Take a victim through normal placement (R8.5): idle devices elsewhere outrank its own
-    releasing ones (R5.1 availability), which is what lets consolidation move jobs. Placed back
-    on its own node(s) it is kept where it was; elsewhere it is moved; nowhere, evicted."""
+    releasing ones (R5.1 availability), which is what lets consolidation move jobs. A whole-GPU
+    victim placed back on its own node(s) is kept where it was; a fraction goes to the device
+    GPU packing picks (R5.4), so fractions consolidate within a node too; elsewhere it is moved;
+    nowhere, evicted."""
     state = session.state
     if session.capacity_block(victim) is None:
         checkpoint = state.checkpoint()
         placement = place_job(state, victim, session.policy)
-        if placement is not None and _same_nodes(placement, old):
+        if placement is not None and _same_nodes(placement, old) and victim.gpus >= 1:
             state.rollback(checkpoint)
             if _still_free(session, victim, old):
                 state.place(victim, old)
