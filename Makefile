@@ -10,6 +10,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -e .  # the `allot` command
 	touch $(STAMP)
 
 # The embedded default: SQLite in var/, in-memory channel layer, the cycle and the simulated
