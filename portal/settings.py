@@ -240,6 +240,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
     "COERCE_DECIMAL_TO_STRING": False,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_THROTTLE_RATES": {"login": envstr("ALLOT_LOGIN_RATE", "30/min")},
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(

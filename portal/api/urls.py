@@ -3,8 +3,23 @@
 from django.urls import path
 
 from portal.cluster.api import NodeDetail, NodeList
-from portal.jobs.api import JobDetail, JobEvents, JobList, JobLogs, Overview, SchedulerCycles
-from portal.tenancy.api import MemberDetail, MemberList, ProjectDetail, ProjectList, UserList
+from portal.jobs.api import (
+    JobDetail,
+    JobEvents,
+    JobList,
+    JobLogs,
+    JobShell,
+    Overview,
+    SchedulerCycles,
+)
+from portal.tenancy.api import (
+    MemberDetail,
+    MemberList,
+    ObtainToken,
+    ProjectDetail,
+    ProjectList,
+    UserList,
+)
 
 urlpatterns = [
     path("nodes/", NodeList.as_view(), name="node-list"),
@@ -22,6 +37,8 @@ urlpatterns = [
     path("jobs/<str:project>/<str:name>/", JobDetail.as_view(), name="job-detail"),
     path("jobs/<str:project>/<str:name>/events/", JobEvents.as_view(), name="job-events"),
     path("jobs/<str:project>/<str:name>/logs/", JobLogs.as_view(), name="job-logs"),
+    path("jobs/<str:project>/<str:name>/shell/", JobShell.as_view(), name="job-shell"),
+    path("auth/token/", ObtainToken.as_view(), name="auth-token"),
     path("overview/", Overview.as_view(), name="overview"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),
 ]

@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.errors import conflict
 from portal.jobs import services
 from portal.jobs.models import Job, JobEvent, JobType, Status
 from portal.jobs.overview import build_overview
@@ -146,6 +147,42 @@ def parse_tail(raw: str) -> int:
     if not 1 <= tail <= TAIL_MAX:
         raise ValidationError({"tail": [f"must be between 1 and {TAIL_MAX}"]})
     return tail
+
+
+class JobShell(JobMixin, APIView):
+    """POST: where to open an interactive shell in a running job's first pod (`allot bash`).
+
+    Researchers and admins of the project only (a shell can change the job). The simulated
+    cluster has no containers, so there it is a 409 that says so; a job that is not running is a
+    409 naming its status.
+    """
+
+    permission_classes = [IsAuthenticated, MaySubmit]
+
+    @extend_schema(
+        request=None,
+        responses=inline_serializer(
+            "JobShell",
+            {"websocket": serializers.CharField(), "pod": serializers.CharField()},
+        ),
+    )
+    def post(self, request, project: str, name: str) -> Response:
+        job = self.job()
+        if job.status != Status.RUNNING:
+            raise conflict("status", f"job {job.project.name}/{job.name} is {job.status}; "
+                           "a shell needs a Running job")  # fmt: skip
+        if settings.ALLOT_AGENT == "simulated":
+            raise conflict(
+                "detail",
+                f"job {job.project.name}/{job.name} runs on the simulated cluster, which has "
+                "no containers to open a shell in (ALLOT_AGENT=kubernetes gives real shells)",
+            )
+        return Response(
+            {
+                "websocket": f"/ws/jobs/{job.project.name}/{job.name}/shell/",
+                "pod": f"{job.name}-0",
+            }
+        )
 
 
 class Overview(APIView):

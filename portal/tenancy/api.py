@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
 from django.db import IntegrityError, transaction
 from django.http import Http404
-from rest_framework import generics, status
-from rest_framework.permissions import IsAuthenticated
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import generics, serializers, status
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
 
 from portal.api.errors import conflict
 from portal.tenancy import access, services
@@ -115,3 +120,42 @@ class UserList(generics.ListCreateAPIView):
         except IntegrityError:
             raise conflict("username", f"a user named {username!r} already exists") from None
         return Response(self.get_serializer(user).data, status=status.HTTP_201_CREATED)
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    """A username and password, exchanged for the user's API token."""
+
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+
+
+class ObtainToken(APIView):
+    """POST a username and password; the answer is the user's API token (`allot login`).
+
+    The same token every time until it is revoked; a wrong pair is a 400 that does not say which
+    half was wrong.
+    """
+
+    authentication_classes = []
+    permission_classes = [AllowAny]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "login"
+
+    @extend_schema(
+        request=TokenRequestSerializer,
+        responses=inline_serializer(
+            "Token", {"token": serializers.CharField(), "username": serializers.CharField()}
+        ),
+    )
+    def post(self, request) -> Response:
+        data = TokenRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(
+            request,
+            username=data.validated_data["username"],
+            password=data.validated_data["password"],
+        )
+        if user is None:
+            raise ValidationError({"password": ["wrong username or password"]})
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key, "username": user.get_username()})
