@@ -1,15 +1,30 @@
-"""ASGI entry point (daphne, and `runserver` through daphne): HTTP and websockets."""
+"""ASGI entry point (daphne, and `runserver` through daphne): HTTP and websockets.
+
+Websockets go through Django's session authentication (the browser's cookie) and an Origin
+check against ALLOWED_HOSTS, so another site cannot open a socket with a user's cookie.
+"""
 
 import os
 
-from channels.routing import ProtocolTypeRouter
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 django_application = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_application})
+from portal.web.routing import websocket_urlpatterns  # noqa: E402 (needs the apps loaded)
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_application,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)
 
 # Only the web process imports this module: the embedded default's cycle timer starts here
 # (a no-op when REDIS_URL is set, where Celery beat and workers run the cycle).

@@ -8,6 +8,7 @@ in `var/`, an in-memory channel layer, no Redis, and the scheduling cycle inside
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
 VAR_DIR = BASE_DIR / "var"
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -122,6 +124,7 @@ INSTALLED_APPS = [
     "portal.cluster",
     "portal.jobs",
     "portal.scheduling",
+    "portal.web",
 ]
 
 MIDDLEWARE = [
@@ -225,7 +228,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -269,6 +274,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(envstr("STATIC_ROOT", str(VAR_DIR / "static")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns on every start without it
 STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.is_dir()]
+# plotly.js from the installed plotly package (never a CDN): /static/vendor/plotly/plotly.min.js
+STATICFILES_DIRS.append(("vendor/plotly", PLOTLY_JS_DIR))
 
 # --- Production hardening (all on unless DEBUG; `manage.py check --deploy` stays clean) -------
 

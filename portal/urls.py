@@ -20,4 +20,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
     path("healthz/", healthz, name="healthz"),
+    path("", include("portal.web.urls")),
 ]

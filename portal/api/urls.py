@@ -4,6 +4,7 @@ from django.urls import path
 
 from portal.cluster.api import NodeDetail, NodeList
 from portal.jobs.api import (
+    AnalyticsAllocation,
     JobDetail,
     JobEvents,
     JobList,
@@ -39,6 +40,7 @@ urlpatterns = [
     path("jobs/<str:project>/<str:name>/logs/", JobLogs.as_view(), name="job-logs"),
     path("jobs/<str:project>/<str:name>/shell/", JobShell.as_view(), name="job-shell"),
     path("auth/token/", ObtainToken.as_view(), name="auth-token"),
+    path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),
     path("overview/", Overview.as_view(), name="overview"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),
 ]

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from portal.api.errors import conflict
-from portal.jobs import services
+from portal.jobs import analytics, services
 from portal.jobs.models import Job, JobEvent, JobType, Status
-from portal.jobs.overview import build_overview
+from portal.jobs.overview import build_overview, visible_projects
 from portal.jobs.serializers import JobEventSerializer, JobSerializer
 from portal.tenancy import access
 from portal.tenancy.permissions import IsClusterAdmin, MaySubmit
@@ -193,6 +199,80 @@ class Overview(APIView):
     @extend_schema(responses={200: dict})
     def get(self, request) -> Response:
         return Response(build_overview(request.user))
+
+
+class CSVRenderer(BaseRenderer):
+    """`?format=csv`: the analytics series as one CSV row per time and project."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        if isinstance(data, dict) and "csv" in data:
+            writer.writerows(data["csv"])
+        else:  # an error body: field, reason
+            for field, reasons in (data or {}).items():
+                for reason in reasons if isinstance(reasons, list) else [reasons]:
+                    writer.writerow([field, reason])
+        return buffer.getvalue().encode()
+
+
+class AnalyticsAllocation(APIView):
+    """GET GPUs allocated per project over time, with quota, fair share, pending jobs and GPU
+    utilization: `?from=&to=` (ISO 8601, default the last 24 h) in steps of `?step=` seconds
+    (default: a nice step giving at most 1,000 points). `?format=csv` downloads the same series.
+    Projects are those you may see; the cluster series cover the whole cluster."""
+
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, CSVRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("from", str, description="ISO 8601 start (default: to - 24 h)"),
+            OpenApiParameter("to", str, description="ISO 8601 end (default: now)"),
+            OpenApiParameter("step", int, description=f"seconds per point, 1..{86400 * 30}"),
+        ],
+        responses={200: dict},
+    )
+    def get(self, request) -> Response:
+        params = request.query_params
+        start, end, errors = analytics.parse_range(params.get("from"), params.get("to"),
+                                                   timezone.now())  # fmt: skip
+        if errors:
+            raise ValidationError(errors)
+        step = parse_step(params.get("step"), start, end)
+        series = analytics.allocation(start, end, step, visible_projects(request.user))
+        if request.accepted_renderer.format == "csv":
+            stamp = f"{start:%Y%m%dT%H%M}-{end:%Y%m%dT%H%M}"
+            return Response(
+                {"csv": list(series.csv_rows())},
+                headers={
+                    "Content-Disposition": f'attachment; filename="allot-allocation-{stamp}.csv"'
+                },
+            )
+        return Response(series.as_dict())
+
+
+def parse_step(raw: str | None, start, end) -> int:
+    """?step= in seconds (10 s .. 30 days, at most MAX_POINTS points), or the automatic one."""
+    if raw in (None, ""):
+        return analytics.auto_step(start, end, settings.ALLOT_USAGE_SAMPLE_INTERVAL_S)
+    try:
+        step = int(raw)
+    except ValueError:
+        message = f"must be a whole number of seconds, not {raw[:32]!r}"
+        raise ValidationError({"step": [message]}) from None
+    if not 1 <= step <= 86400 * 30:
+        raise ValidationError({"step": ["must be between 1 and 2592000 seconds"]})
+    points = (end - start).total_seconds() / step
+    if points > analytics.MAX_POINTS:
+        raise ValidationError(
+            {"step": [f"{step} s gives {points:.0f} points; at most {analytics.MAX_POINTS}"]}
+        )
+    return step
 
 
 class SchedulerCycles(APIView):

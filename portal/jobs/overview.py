@@ -1,57 +1,127 @@
-"""Everything the overview dashboard shows, as one JSON-ready dict.
+"""Everything the overview dashboard shows, as one JSON-ready dict, and each user's part of it.
 
-Built per user: cluster totals and nodes are the same for everyone; projects and jobs are those
-the user may see, and a device shows the names of visible jobs only. `build_overview()` with no
-user is the cluster admin's view, which the cycle broadcasts to the "overview" group.
+`build_overview()` builds the cluster admin's view once: cluster tiles, every project, running
+and pending jobs, nodes device by device, with the agent's latest utilization figures
+(`portal.cluster.metrics`). `overview_for(full, visible)` cuts it down to what one user may see:
+the cluster totals and nodes stay (they are everyone's), projects and jobs are those of the
+user's projects, and a device shared with another project's job shows the share, not the name.
+The cycle broadcasts the full view once; each websocket consumer and the REST endpoint apply
+`overview_for`, so the API and the live page can never disagree about who sees what.
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from portal.cluster import metrics
 from portal.cluster.models import Node
-from portal.cluster.serializers import device_use, devices_of
-from portal.jobs.models import HOLDING, Job, Status, UsageSample
+from portal.jobs.models import HOLDING, Job, JobType, Status, UsageSample
 from portal.tenancy import access
 from portal.tenancy.models import Project
 from portal.tenancy.queries import with_usage
 
-JOBS_SHOWN = 1000  # per list; the totals count them all
+JOBS_SHOWN = 1000  # per list and viewer; the totals count them all
+IDLE_BELOW = 0.05  # a GPU under 5 % utilization is idle (Run:AI's "idle allocated GPUs")
+TRAIN_PRIORITY, BUILD_PRIORITY = 50, 100  # R7.1: the job's priority class without its own
 
 
 def build_overview(user=None) -> dict:
-    """Cluster totals, projects, running and pending jobs, and nodes with their devices."""
-    admin = user is None or access.is_cluster_admin(user)
-    projects = Project.objects.all() if admin else access.projects_for(user)
-    visible_ids = set(projects.values_list("id", flat=True))
-    holding = list(Job.objects.filter(status__in=HOLDING).select_related("project", "user"))
-    nodes = list(Node.objects.all())
+    """The overview as `user` may see it; no user is the cluster admin's (full) view."""
+    visible = None if user is None else visible_projects(user)
+    return overview_for(build_full_overview(), visible)
+
+
+def visible_projects(user) -> frozenset[str] | None:
+    """Names of the projects whose jobs `user` sees; None means all (cluster admins)."""
+    if access.is_cluster_admin(user):
+        return None
+    return frozenset(access.projects_for(user).values_list("name", flat=True))
+
+
+def build_full_overview() -> dict:
+    """Cluster tiles, all projects, running and pending jobs, and nodes with their devices."""
+    now = timezone.now()
+    figures = metrics.latest()
+    holding = list(
+        Job.objects.filter(status__in=HOLDING).select_related("project", "user").order_by("id")
+    )
+    nodes = list(Node.objects.order_by("name"))
+    running = [_running(job, figures, now) for job in holding]
+    pending = _pending(now)
+    node_rows = _nodes(nodes, holding, figures)
     return {
-        "generated_at": timezone.now().isoformat(),
+        "generated_at": now.isoformat(),
         "simulated": settings.ALLOT_AGENT == "simulated",
-        "cluster": _cluster(nodes, holding),
-        "projects": _projects(projects),
-        "running": [_job(job) for job in holding if job.project_id in visible_ids][:JOBS_SHOWN],
-        "pending": _pending(visible_ids),
-        "nodes": _nodes(nodes, holding, visible_ids),
+        "metrics_at": figures.at.isoformat() if figures.at else None,
+        "cluster": _cluster(node_rows, running, len(pending), figures),
+        "projects": _projects(Project.objects.all()),
+        "running": running,
+        "pending": pending,
+        "nodes": node_rows,
     }
 
 
-def _cluster(nodes: list[Node], holding: list[Job]) -> dict:
-    total = sum(node.gpus for node in nodes)
-    ready = sum(node.gpus for node in nodes if node.ready)
-    allocated = round(sum(job.allocated_gpus for job in holding), 3)
+def overview_for(full: dict, visible: frozenset[str] | None) -> dict:
+    """`full` cut down to the projects in `visible` (None: all), at most JOBS_SHOWN per list."""
+    if visible is None:
+        return {**full, "running": full["running"][:JOBS_SHOWN],
+                "pending": full["pending"][:JOBS_SHOWN]}  # fmt: skip
+    return {
+        **full,
+        "projects": [p for p in full["projects"] if p["name"] in visible],
+        "running": [j for j in full["running"] if j["project"] in visible][:JOBS_SHOWN],
+        "pending": [j for j in full["pending"] if j["project"] in visible][:JOBS_SHOWN],
+        "nodes": [_node_for(node, visible) for node in full["nodes"]],
+    }
+
+
+def _node_for(node: dict, visible: frozenset[str]) -> dict:
+    devices = [
+        {
+            **device,
+            "jobs": [
+                job if job["project"] in visible else {"project": None, "name": None,
+                                                       "share": job["share"]}
+                for job in device["jobs"]
+            ],
+        }
+        for device in node["devices"]
+    ]  # fmt: skip
+    return {**node, "devices": devices}
+
+
+# --- the parts --------------------------------------------------------------------------------
+
+
+def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> dict:
+    total = sum(node["gpus"] for node in nodes)
+    ready = sum(node["gpus"] for node in nodes if node["ready"])
+    allocated = round(sum(job["allocated_gpus"] for job in running), 3)
+    idle = sum(
+        job["allocated_gpus"]
+        for job in running
+        if job["status"] == Status.RUNNING
+        and job["utilization"] is not None
+        and job["utilization"] < IDLE_BELOW
+    )
+    busy = [d["utilization"] for n in nodes for d in n["devices"] if d["utilization"] is not None]
     return {
         "nodes": len(nodes),
-        "ready_nodes": sum(1 for node in nodes if node.ready),
+        "ready_nodes": sum(1 for node in nodes if node["ready"]),
         "gpus": total,
         "ready_gpus": ready,
         "allocated_gpus": allocated,
         "free_gpus": round(max(ready - allocated, 0.0), 3),
-        "running_jobs": len(holding),
-        "pending_jobs": Job.objects.filter(status=Status.PENDING).count(),
+        "idle_allocated_gpus": round(idle, 3),
+        # the mean over every GPU of the cluster, idle ones at 0; None when nothing was measured
+        "utilization": round(sum(busy) / total, 3) if figures.at and total else None,
+        "utilization_simulated": figures.simulated,
+        "running_jobs": len(running),
+        "pending_jobs": pending,
     }
 
 
@@ -61,34 +131,29 @@ def _projects(projects) -> list[dict]:
         utilization=Subquery(newest.values("utilization")[:1]),
         utilization_simulated=Subquery(newest.values("simulated")[:1]),
     )
-    return [
-        {
-            "name": project.name,
-            "quota": float(project.quota),
-            "over_quota_weight": _num(project.over_quota_weight),
-            "limit": _num(project.limit),
-            "fair_share": round(project.fair_share, 3),
-            "allocated_gpus": round(float(project.allocated or 0), 3),
-            "running_jobs": project.running,
-            "pending_jobs": project.pending,
-            "utilization": project.utilization,
-            "utilization_simulated": bool(project.utilization_simulated),
-        }
-        for project in annotated
-    ]
+    rows = []
+    for project in annotated.order_by("name"):
+        allocated = round(float(project.allocated or 0), 3)
+        quota = float(project.quota)
+        rows.append(
+            {
+                "name": project.name,
+                "quota": quota,
+                "over_quota_weight": _num(project.over_quota_weight),
+                "limit": _num(project.limit),
+                "fair_share": round(project.fair_share, 3),
+                "allocated_gpus": allocated,
+                "over_quota_gpus": round(max(allocated - quota, 0.0), 3),
+                "running_jobs": project.running,
+                "pending_jobs": project.pending,
+                "utilization": project.utilization,
+                "utilization_simulated": bool(project.utilization_simulated),
+            }
+        )
+    return rows
 
 
-def _pending(visible_ids: set[int]) -> list[dict]:
-    jobs = (
-        Job.objects.filter(status=Status.PENDING, project_id__in=visible_ids)
-        .select_related("project", "user")
-        .order_by("id")[:JOBS_SHOWN]
-    )
-    return [_job(job) for job in jobs]
-
-
-def _job(job: Job) -> dict:
-    end = job.started_at or timezone.now()
+def _job(job: Job, now) -> dict:
     return {
         "project": job.project.name,
         "name": job.name,
@@ -101,30 +166,83 @@ def _job(job: Job) -> dict:
         "nodes": job.nodes,
         "submitted_at": job.submitted_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
-        "wait_s": round(max((end - job.submitted_at).total_seconds(), 0.0), 1),
+        "wait_s": round(max(((job.started_at or now) - job.submitted_at).total_seconds(), 0.0), 1),
         "pending_reason": job.pending_reason,
     }
 
 
-def _nodes(nodes: list[Node], holding: list[Job], visible_ids: set[int]) -> list[dict]:
-    use = device_use(holding)
-    visible = lambda job: job.project_id in visible_ids  # noqa: E731
-    result = []
+def _running(job: Job, figures, now) -> dict:
+    row = _job(job, now)
+    row["run_s"] = round(max((now - job.started_at).total_seconds(), 0.0), 1)
+    row["utilization"] = figures.job(job.project.name, job.name)
+    row["utilization_simulated"] = figures.simulated
+    return row
+
+
+def _pending(now) -> list[dict]:
+    """Every pending job with its place in its project's queue (R4.3: priority, then age)."""
+    jobs = Job.objects.filter(status=Status.PENDING).select_related("project", "user")
+    queues: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        queues[job.project.name].append(job)
+    rows = []
+    for queue in queues.values():
+        queue.sort(key=lambda job: (-_priority(job), job.id))
+        for position, job in enumerate(queue, start=1):
+            row = _job(job, now)
+            row["queue_position"] = position
+            row["queue_length"] = len(queue)
+            rows.append(row)
+    rows.sort(key=lambda row: row["submitted_at"])
+    return rows
+
+
+def _priority(job: Job) -> int:
+    """The R7.1 priority value: the type's class plus the job's own priority."""
+    base = BUILD_PRIORITY if job.type == JobType.INTERACTIVE else TRAIN_PRIORITY
+    return base + (job.priority or 0)
+
+
+def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
+    on_device: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for job in holding:
+        for pod in job.placement:
+            for index in pod["devices"]:
+                on_device[pod["node"]][index].append(
+                    {"project": job.project.name, "name": job.name,
+                     "share": float(pod.get("share", 1.0))}
+                )  # fmt: skip
+    rows = []
     for node in nodes:
-        devices = devices_of(node, use, visible)
-        result.append(
+        measured = figures.devices.get(node.name, {}) if figures.at else None
+        devices = []
+        for index in range(node.gpus):
+            jobs = on_device[node.name].get(index, [])
+            utilization = None if measured is None else measured.get(index, 0.0)
+            devices.append(
+                {
+                    "index": index,
+                    "allocated": round(min(sum(job["share"] for job in jobs), 1.0), 3),
+                    "utilization": utilization,
+                    "jobs": jobs,
+                }
+            )
+        known = [device["utilization"] for device in devices if device["utilization"] is not None]
+        rows.append(
             {
                 "name": node.name,
                 "pool": node.pool,
-                "ready": node.ready,
+                "ready": figures.ready.get(node.name, node.ready) if node.ready else False,
                 "schedulable": node.schedulable,
                 "gpus": node.gpus,
                 "gpu_memory_mib": node.gpu_memory_mib,
                 "allocated_gpus": round(sum(device["allocated"] for device in devices), 3),
+                "utilization": round(sum(known) / len(known), 3) if known else None,
+                "utilization_simulated": figures.simulated,
                 "devices": devices,
             }
         )
-    return result
+    return rows
 
 
 def _num(value) -> float | None:

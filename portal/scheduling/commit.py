@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Max
 
 from agents.base import Observation
+from portal.jobs.analytics import roll_up
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
 from portal.scheduling.observe import Transition
 from portal.scheduling.snapshot import ClusterState
@@ -238,7 +239,7 @@ def write_usage(
     for job in after.jobs:
         tallies[job.project].add(job.milli_total, job.running, utilization.get(job.key))
     quotas = {project.name: project.quota for project in state.projects}
-    UsageSample.objects.bulk_create(
+    samples = UsageSample.objects.bulk_create(
         UsageSample(
             time=now,
             project_id=info.id,
@@ -252,6 +253,7 @@ def write_usage(
         )
         for name, info in state.project_rows.items()
     )
+    roll_up(samples)
 
 
 def commit_cycle(

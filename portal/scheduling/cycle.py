@@ -21,6 +21,7 @@ from typing import Literal
 from django.db import connection, transaction
 
 from agents.base import Agent
+from portal.cluster import metrics
 from portal.jobs.models import HOLDING, Job
 from portal.scheduling import observe, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
@@ -45,6 +46,7 @@ class CycleResult:
     timings: dict[str, float] = field(default_factory=dict)
     message: str = ""
     started_ids: tuple[int, ...] = ()
+    fingerprint: int = 0  # of the job rows the cycle read: a submission or deletion changes it
 
     @property
     def changed(self) -> bool:
@@ -63,10 +65,20 @@ def run_cycle(
         result = _decide(agent, wait, policy or Policy())
         if result.status == "done":
             _carry_out(agent, result)
-            publish_overview(result.changed)
+            publish_overview(result.changed or _rows_changed(result.fingerprint))
         return result
     finally:
         _process_lock.release()
+
+
+_last_fingerprint = 0
+
+
+def _rows_changed(fingerprint: int) -> bool:
+    """True when the job rows differ from the previous cycle's (jobs submitted or deleted)."""
+    global _last_fingerprint
+    changed, _last_fingerprint = fingerprint != _last_fingerprint, fingerprint
+    return changed
 
 
 def _decide(agent: Agent, wait: bool, policy: Policy) -> CycleResult:
@@ -95,6 +107,7 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
     timings, lap = {}, perf_counter()
     state = snapshot.load()
     observation = observe.reconcile(agent, state)
+    metrics.store_observation(observation)
     changes = observe.transitions(observation, state)
     leaving = frozenset(change.job for change in changes if change.leaves)
     view = state.snapshot(observation.at.timestamp(), leaving)
@@ -104,7 +117,15 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
     commit_cycle(state, view, plan, changes, observation, agent.simulated)
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
-    return CycleResult("done", plan.decisions, tuple(changes), timings, started_ids=started)
+    fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))
+    return CycleResult(
+        "done",
+        plan.decisions,
+        tuple(changes),
+        timings,
+        started_ids=started,
+        fingerprint=fingerprint,
+    )
 
 
 def _carry_out(agent: Agent, result: CycleResult) -> None:

@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 GROUP = "overview"
 MIN_INTERVAL_S = 1.0
 MAX_SHARE = 5  # at most a fifth of the cycle process's time goes into building overviews
+REFRESH_S = 5.0  # with no change, utilization figures and run times still refresh this often
 
 _lock = threading.Lock()
 _last = float("-inf")
@@ -30,13 +31,15 @@ _owed = False
 
 
 def publish_overview(changed: bool = True) -> bool:
-    """Send `{"type": "overview.updated", "overview": ...}` if something changed (now or owed)
-    and the last broadcast is `MIN_INTERVAL_S` old; True when it sent."""
+    """Send `{"type": "overview.updated", "overview": ...}` (the full view) if something changed
+    (now or owed) and the last broadcast is `MIN_INTERVAL_S` old, or unchanged after
+    `REFRESH_S`; True when it sent."""
     global _last, _owed, _build_s
     with _lock:
         _owed = _owed or changed
         interval = max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
-        if not _owed or monotonic() - _last < interval:
+        since = monotonic() - _last
+        if since < interval or not (_owed or since >= REFRESH_S):
             return False
         _owed, _last = False, monotonic()
     sent = _send()
@@ -45,13 +48,13 @@ def publish_overview(changed: bool = True) -> bool:
 
 
 def _send() -> bool:
-    from portal.jobs.overview import build_overview  # the jobs app builds what the API serves
+    from portal.jobs.overview import build_full_overview  # cut down per viewer by consumers
 
     layer = get_channel_layer()
     if layer is None:
         return False
     try:
-        message = {"type": "overview.updated", "overview": build_overview()}
+        message = {"type": "overview.updated", "overview": build_full_overview()}
         async_to_sync(layer.group_send)(GROUP, message)
     except Exception:
         logger.exception("could not publish the overview to the %r group", GROUP)

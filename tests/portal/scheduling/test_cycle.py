@@ -218,9 +218,11 @@ def test_the_overview_goes_out_at_most_once_a_second_and_owed_changes_follow(mon
     assert not publish.publish_overview(changed=False)
     now[0] += 0.5
     assert publish.publish_overview(changed=False)  # the owed change goes out
-    now[0] += 5
+    now[0] += 3.9
     assert not publish.publish_overview(changed=False)  # nothing new, nothing sent
-    assert sent == [100.0, 101.0]
+    now[0] += 1.1
+    assert publish.publish_overview(changed=False)  # REFRESH_S on: utilization moves
+    assert sent == [100.0, 101.0, 106.0]
 
 
 def test_a_slow_overview_build_stretches_the_interval_to_five_times_its_cost(monkeypatch):

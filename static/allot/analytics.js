@@ -1,0 +1,85 @@
+/* The analytics page: per-project allocation, pending jobs and utilization over a chosen range. */
+"use strict";
+(function () {
+  const PALETTE = ["#2f6fbd", "#e07a1f", "#2a9d5c", "#b3261e", "#6b3fa0", "#8c564b", "#d6489f", "#5f6b7a", "#a39b00", "#17a2b8"];
+  const SPANS = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3, "30d": 30 * 86400e3 };
+  const form = document.getElementById("range");
+  const status = document.getElementById("status");
+  const csv = document.getElementById("csv");
+  const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  const BASE = { margin: { l: 50, r: 20, t: 10, b: 40 }, hovermode: "x unified", paper_bgcolor: "rgba(0,0,0,0)",
+                 plot_bgcolor: "rgba(0,0,0,0)", legend: { orientation: "h", y: -0.2 },
+                 xaxis: { type: "date", gridcolor: "#eef1f5" } };
+  let timer = null;
+
+  const local = (date) => new Date(date.getTime() - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+
+  function range() {
+    const choice = form.elements.range.value;
+    if (choice === "custom") {
+      const from = form.elements.from.value, to = form.elements.to.value;
+      if (!from || !to) return null;
+      return { from: new Date(from), to: new Date(to), live: false };
+    }
+    const to = new Date();
+    return { from: new Date(to.getTime() - SPANS[choice]), to, live: true };
+  }
+
+  function query(r) {
+    return new URLSearchParams({ from: r.from.toISOString(), to: r.to.toISOString() });
+  }
+
+  async function load() {
+    const r = range();
+    if (!r) { status.textContent = "Choose both ends of the custom range."; return; }
+    const params = query(r);
+    csv.href = "/api/v1/analytics/allocation/?" + params + "&format=csv";
+    status.textContent = "loading…";
+    const response = await fetch("/api/v1/analytics/allocation/?" + params, { headers: { Accept: "application/json" } });
+    const body = await response.json();
+    if (!response.ok) {
+      status.textContent = Object.entries(body).map(([field, reasons]) => `${field}: ${[].concat(reasons).join(" ")}`).join("; ");
+      return;
+    }
+    draw(body);
+    const stepText = body.step_s >= 3600 ? body.step_s / 3600 + " h" : body.step_s >= 60 ? body.step_s / 60 + " min" : body.step_s + " s";
+    status.textContent = `one point per ${stepText} · ${body.projects.length} projects`;
+    clearTimeout(timer);
+    if (r.live) timer = setTimeout(load, Math.max(10000, Math.min(body.step_s * 1000, 60000)));
+  }
+
+  function draw(data) {
+    const x = data.times;
+    // a series with few points gets markers, so a single sample still shows
+    const mode = (ys) => (ys.filter((y) => y != null).length < 30 ? "lines+markers" : "lines");
+    const allocation = [], pending = [];
+    data.projects.forEach((p, i) => {
+      const color = PALETTE[i % PALETTE.length];
+      allocation.push({ type: "scatter", mode: mode(p.allocated), marker: { size: 4 }, name: p.name, x, y: p.allocated, line: { color, width: 2.5, shape: "hv" },
+                        legendgroup: p.name, hovertemplate: `${p.name}: %{y} GPUs<extra></extra>` });
+      allocation.push({ type: "scatter", mode: "lines", name: `${p.name} quota`, x, y: p.quota, legendgroup: p.name,
+                        line: { color, width: 1.5, dash: "dot", shape: "hv" }, hovertemplate: `${p.name} quota: %{y}<extra></extra>` });
+      pending.push({ type: "scatter", mode: mode(p.pending), marker: { size: 4 }, name: p.name, x, y: p.pending, line: { color, shape: "hv" },
+                     hovertemplate: `${p.name}: %{y} pending<extra></extra>` });
+    });
+    pending.push({ type: "scatter", mode: "lines", name: "cluster", x, y: data.cluster.pending, line: { color: "#1b2430", width: 1, dash: "dash", shape: "hv" } });
+    const utilization = [{ type: "scatter", mode: mode(data.cluster.utilization), marker: { size: 4 }, name: "allocated GPUs", x, y: data.cluster.utilization.map((u) => (u == null ? null : u * 100)),
+                           line: { color: "#2a9d5c", shape: "hv" }, hovertemplate: "%{y:.0f} %<extra></extra>" }];
+    Plotly.react("allocation-chart", allocation, { ...BASE, height: 380, yaxis: { title: { text: "GPUs" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("pending-chart", pending, { ...BASE, height: 260, yaxis: { title: { text: "jobs" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("utilization-chart", utilization, { ...BASE, height: 260, showlegend: false,
+                 yaxis: { title: { text: data.simulated ? "% (simulated)" : "%" }, range: [0, 100] } }, CONFIG);
+  }
+
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "range" && event.target.value !== "custom") load();
+    if (event.target.name === "range" && event.target.value === "custom" && !form.elements.from.value) {
+      const now = new Date();
+      form.elements.to.value = local(now);
+      form.elements.from.value = local(new Date(now.getTime() - 86400e3));
+    }
+  });
+  form.addEventListener("submit", (event) => { event.preventDefault(); load(); });
+  load();
+  window.allotAnalytics = { reload: load };
+})();

@@ -1,0 +1,163 @@
+/* The overview page: renders the overview JSON (first from the page, then from the websocket). */
+"use strict";
+(function () {
+  const COLORS = { in: "#2f6fbd", over: "#e07a1f", free: "#dfe6ef", fair: "#1b2430" };
+  let skew = 0; // browser clock minus server clock, so run and wait times tick correctly
+  let current = null;
+
+  const gpus = (x) => (x == null ? "–" : String(Math.round(x * 100) / 100));
+  const pct = (x) => (x == null ? "–" : Math.round(x * 100) + " %");
+  function duration(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    if (h >= 24) return Math.floor(h / 24) + "d " + (h % 24) + "h";
+    if (h) return h + "h " + String(m).padStart(2, "0") + "m";
+    if (m) return m + "m " + String(r).padStart(2, "0") + "s";
+    return r + "s";
+  }
+  const since = (iso) => (Date.now() - skew - Date.parse(iso)) / 1000;
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key === "data") Object.assign(node.dataset, value);
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) node.append(child == null ? "" : child);
+    return node;
+  }
+  const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
+
+  function tile(name, value, sub) {
+    const box = document.querySelector(`[data-tile="${name}"]`);
+    box.querySelector(".value").textContent = value;
+    if (sub !== undefined) box.querySelector(".sub").textContent = sub;
+  }
+
+  function renderTiles(ov) {
+    const c = ov.cluster;
+    tile("nodes", c.nodes, `${c.ready_nodes} ready`);
+    tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes`);
+    tile("allocated", gpus(c.allocated_gpus),
+      c.gpus ? `${Math.round((100 * c.allocated_gpus) / c.gpus)} % of the cluster` : "");
+    tile("idle", gpus(c.idle_allocated_gpus));
+    tile("utilization", pct(c.utilization),
+      c.utilization == null ? "not measured" : (c.utilization_simulated ? "simulated" : "all GPUs, idle ones at 0"));
+    tile("running", c.running_jobs);
+    tile("pending", c.pending_jobs);
+  }
+
+  function renderProjects(ov) {
+    const projects = ov.projects.slice().reverse(); // plotly draws the first category at the bottom
+    const names = projects.map((p) => p.name);
+    const within = projects.map((p) => Math.min(p.allocated_gpus, p.quota));
+    const over = projects.map((p) => p.over_quota_gpus);
+    const free = projects.map((p) => Math.max(p.quota - p.allocated_gpus, 0));
+    const label = projects.map((p) => `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`);
+    const bar = (name, x, color, extra) => Object.assign(
+      { type: "bar", orientation: "h", name, y: names, x, marker: { color },
+        hovertemplate: `%{y}: %{x} GPUs ${name}<extra></extra>` }, extra || {});
+    const traces = [
+      bar("within quota", within, COLORS.in),
+      bar("over quota", over, COLORS.over),
+      bar("unused quota", free, COLORS.free, { marker: { color: COLORS.free, line: { color: "#b8c4d3", width: 1 } } }),
+      { type: "scatter", mode: "markers", name: "fair share", y: names, x: projects.map((p) => p.fair_share),
+        marker: { symbol: "line-ns", size: 26, line: { width: 3, color: COLORS.fair } },
+        hovertemplate: "%{y}: fair share %{x} GPUs<extra></extra>" },
+      { type: "scatter", mode: "text", y: names,
+        x: projects.map((p) => Math.max(p.allocated_gpus, p.quota, p.fair_share)),
+        text: label, textposition: "middle right", hoverinfo: "skip", showlegend: false,
+        textfont: { size: 13, color: COLORS.fair } },
+    ];
+    const most = Math.max(1, ...projects.map((p) => Math.max(p.allocated_gpus, p.quota, p.fair_share)));
+    const layout = {
+      barmode: "stack", height: 70 + 40 * Math.max(projects.length, 1), showlegend: false,
+      margin: { l: 90, r: 20, t: 10, b: 36 }, bargap: 0.35,
+      xaxis: { title: { text: "GPUs" }, range: [0, most * 1.2], zeroline: false, gridcolor: "#eef1f5" },
+      yaxis: { automargin: true }, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+    };
+    Plotly.react("project-chart", traces, layout, { displayModeBar: false, responsive: true });
+
+    const body = document.querySelector("#projects tbody");
+    body.replaceChildren(...ov.projects.map((p) => el("tr", { data: { project: p.name } },
+      el("th", { scope: "row" }, p.name),
+      el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
+      cell(gpus(p.fair_share), "num"),
+      cell(p.limit == null ? "none" : gpus(p.limit), "num"),
+      cell(p.running_jobs, "num"), cell(p.pending_jobs, "num"),
+      cell(pct(p.utilization) + (p.utilization != null && p.utilization_simulated ? " (sim)" : ""), "num"))));
+  }
+
+  function renderRunning(ov) {
+    const body = document.querySelector("#running tbody");
+    body.replaceChildren(...ov.running.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+      el("th", { scope: "row" }, j.name), cell(j.project), cell(j.user || "–"), cell(j.type),
+      cell(j.nodes.join(", ")), cell(gpus(j.allocated_gpus), "num"),
+      el("td", { class: "num", data: { since: j.started_at } }, duration(since(j.started_at))),
+      el("td", { class: "status-" + j.status }, j.status),
+      cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"))));
+    document.getElementById("running-count").textContent = `(${ov.cluster.running_jobs})`;
+    body.closest(".card").querySelector(".empty").hidden = ov.running.length > 0;
+  }
+
+  function renderPending(ov) {
+    const body = document.querySelector("#pending tbody");
+    body.replaceChildren(...ov.pending.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+      el("th", { scope: "row" }, j.name), cell(j.project), cell(gpus(j.gpus * j.pods), "num"),
+      el("td", { class: "num", data: { since: j.submitted_at } }, duration(since(j.submitted_at))),
+      cell(`${j.queue_position} of ${j.queue_length}`, "num"),
+      cell(j.pending_reason || "waiting for the next scheduling cycle", "reason"))));
+    document.getElementById("pending-count").textContent = `(${ov.pending.length})`;
+    body.closest(".card").querySelector(".empty").hidden = ov.pending.length > 0;
+  }
+
+  function renderNodes(ov) {
+    const box = document.getElementById("nodes");
+    box.replaceChildren(...ov.nodes.map((n) => {
+      const devices = n.devices.map((d) => {
+        const names = d.jobs.map((j) => (j.name ? `${j.project}/${j.name}` : "another project's job") +
+          (j.share < 1 ? ` (${gpus(j.share)})` : ""));
+        const title = `GPU ${d.index}: ${gpus(d.allocated)} allocated` +
+          (d.utilization == null ? "" : `, ${pct(d.utilization)} utilization`) +
+          (names.length ? "\n" + names.join("\n") : "");
+        return el("div", { class: "device", title, role: "img", "aria-label": title,
+                           data: { allocated: d.allocated } },
+          el("div", { class: "fill" + (d.allocated > 0 && d.allocated < 1 ? " part" : ""),
+                      style: `height:${Math.round(d.allocated * 100)}%` }),
+          el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
+      });
+      const state = !n.ready ? "not ready" : (!n.schedulable ? "cordoned" : "ready");
+      return el("article", { class: "node" + (n.ready ? "" : " down"), data: { node: n.name } },
+        el("header", null,
+          el("b", null, n.name),
+          el("span", null, `pool ${n.pool}`),
+          el("span", { class: "used" }, `${gpus(n.allocated_gpus)} / ${n.gpus} GPUs`),
+          el("span", null, `util ${pct(n.utilization)}${n.utilization != null && n.utilization_simulated ? " (sim)" : ""}`),
+          el("span", { class: n.ready ? "status-Running" : "error" }, state)),
+        el("div", { class: "devices" }, ...devices));
+    }));
+  }
+
+  function render(ov) {
+    current = ov;
+    skew = Date.now() - Date.parse(ov.generated_at);
+    renderTiles(ov);
+    renderProjects(ov);
+    renderRunning(ov);
+    renderPending(ov);
+    renderNodes(ov);
+    const updated = document.getElementById("updated");
+    updated.dateTime = ov.generated_at;
+    updated.textContent = new Date(ov.generated_at).toLocaleTimeString();
+  }
+
+  function tick() { // run and wait times move every second between updates
+    for (const td of document.querySelectorAll("td[data-since]")) td.textContent = duration(since(td.dataset.since));
+  }
+
+  render(JSON.parse(document.getElementById("overview-data").textContent));
+  setInterval(tick, 1000);
+  window.allotOverview = { current: () => current };
+  window.allotLive("/ws/overview/", (message) => { if (message.type === "overview") render(message.overview); },
+                   document.getElementById("live"));
+})();
