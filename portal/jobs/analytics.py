@@ -228,7 +228,10 @@ def parse_range(raw_from: str | None, raw_to: str | None, now: datetime) -> tupl
         if raw in (None, ""):
             values[field] = default
             continue
-        parsed = parse_datetime(raw) if len(raw) < 64 else None
+        try:
+            parsed = parse_datetime(raw) if len(raw) < 64 else None
+        except ValueError:  # well formed, impossible (month 13)
+            parsed = None
         if parsed is None:
             errors[field] = [f"{raw[:64]!r} is not an ISO 8601 date and time"]
             continue

@@ -111,6 +111,16 @@
     body.closest(".card").querySelector(".empty").hidden = ov.pending.length > 0;
   }
 
+  function stack(jobs) { // one segment per job on the device, bottom up: fractions stay visible
+    let bottom = 0;
+    return jobs.map((j) => {
+      const segment = el("div", { class: "fill" + (j.share < 1 ? " part" : ""),
+                                  style: `bottom:${bottom * 100}%;height:${j.share * 100}%` });
+      bottom += j.share;
+      return segment;
+    });
+  }
+
   function renderNodes(ov) {
     const box = document.getElementById("nodes");
     box.replaceChildren(...ov.nodes.map((n) => {
@@ -122,8 +132,7 @@
           (names.length ? "\n" + names.join("\n") : "");
         return el("div", { class: "device", title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },
-          el("div", { class: "fill" + (d.allocated > 0 && d.allocated < 1 ? " part" : ""),
-                      style: `height:${Math.round(d.allocated * 100)}%` }),
+          ...stack(d.jobs),
           el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
       });
       const state = !n.ready ? "not ready" : (!n.schedulable ? "cordoned" : "ready");

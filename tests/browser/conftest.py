@@ -1,0 +1,145 @@
+"""Browser tests: a real portal (daphne, websockets, the embedded cycle) on the test database,
+driven by Playwright through Debian's Chromium. Screenshots go to `var/test-artifacts/` (or
+`$ALLOT_TEST_ARTIFACTS`); look at them.
+
+Chromium comes from `apt-get install chromium` (never `playwright install`). Without it these
+tests are skipped with a reason, except when ALLOT_REQUIRE_BROWSER=1 (CI sets it): then they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.portal.scheduling.test_concurrency import _test_database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+PASSWORD = "x-test-password-1"  # the personas' password (tests/conftest.py)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """A daphne process serving the portal; `requests` are the hosts the browser talked to."""
+
+    def __init__(self, url: str, process: subprocess.Popen, log: Path):
+        self.url, self.process, self.log = url, process, log
+        self.netloc = urlsplit(url).netloc
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture
+def server(transactional_db, tmp_path):
+    """The portal as `make run` serves it, with a fast cycle, on the test database."""
+    port = _free_port()
+    env = dict(
+        os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
+        ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
+        ALLOT_USAGE_SAMPLE_INTERVAL_S="1",
+    )  # fmt: skip
+    env.pop("REDIS_URL", None)
+    log = tmp_path / "daphne.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "portal.asgi:application"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(url + "/healthz/", timeout=2)
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"daphne did not start:\n{log.read_text()}")
+            time.sleep(0.2)
+    yield Server(url, process, log)
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Playwright's Chromium driver on Debian's binary, for one test module.
+
+    Playwright's sync API keeps an event loop running in this thread, which makes Django refuse
+    database calls; the tests here are plain sync code, so the check is off while it runs.
+    """
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("ALLOT_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            yield browser
+            browser.close()
+    finally:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+
+
+@pytest.fixture
+def page(chromium, server):
+    """A fresh browser page that records every host it contacts in `page.hosts`."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.hosts = set()
+    page.on("request", lambda request: page.hosts.add(urlsplit(request.url).netloc))
+    page.on("websocket", lambda socket: page.hosts.add(urlsplit(socket.url).netloc))
+    page.set_default_timeout(10_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Where the tests' screenshots go."""
+    path = Path(os.environ.get("ALLOT_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def sign_in(page, server: Server, username: str) -> None:
+    """Sign in through the login form, as a person would.
+
+    The test process hashes passwords with MD5 for speed, which the server (default hashers)
+    does not accept, so the persona's password is stored again with PBKDF2 first.
+    """
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    hasher = PBKDF2PasswordHasher()
+    get_user_model().objects.filter(username=username).update(
+        password=hasher.encode(PASSWORD, hasher.salt(), iterations=1000)
+    )
+    page.goto(server.url + "/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(server.url + "/")
