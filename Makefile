@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal replay clean
+.PHONY: run test check lint format bench bench-portal bench-dashboards replay clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ bench: $(STAMP)
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run).
 bench-portal: $(STAMP)
 	$(PY) benchmarks/portal_bench.py
+
+# Analytics over 30 days x 100 projects, and 50 live overview websockets (PostgreSQL + Redis).
+bench-dashboards: $(STAMP)
+	$(PY) benchmarks/dashboard_bench.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

@@ -10,7 +10,6 @@ None where nothing was recorded, so a chart shows a gap instead of inventing a l
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,7 @@ from portal.tenancy.models import Project
 
 MAX_POINTS = 5000  # per series
 AUTO_POINTS = 1000  # an automatic step gives at most this many points
-NICE_STEPS_S = (1, 2, 5, 10, 30, 60, 300, 900, 3600, 3 * 3600, 6 * 3600, 86400)
+NICE_STEPS_S = (1, 2, 5, 10, 30, 60, 300, 3600, 3 * 3600, 6 * 3600, 86400)
 SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization")
 
 
@@ -106,81 +105,148 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
     count = max(1, (last - first) // step)
     times = [datetime.fromtimestamp(first + i * step, UTC) for i in range(count)]
     names = dict(Project.objects.values_list("id", "name"))
-    rows = _rows(resolution, datetime.fromtimestamp(first, UTC), end, step)
-    projects: dict[str, dict[str, list]] = {}
-    totals: dict[str, list[float]] = defaultdict(lambda: [0.0] * count)
-    weight = [0.0] * count
+    projects: dict[str, tuple[list, ...]] = {}  # name -> one list per SERIES
+    allocated_total, pending_total, running_total = [0.0] * count, [0.0] * count, [0.0] * count
+    busy, weight, seen = [0.0] * count, [0.0] * count, [False] * count
     simulated = False
-    for row in rows:
-        name = names.get(row["project_id"])
-        index = (row["b"] - first) // step
+    for row in _rows(resolution, datetime.fromtimestamp(first, UTC), end, step, first):
+        project_id, index, allocated, quota, fair, pending, running, utilization, sim = row
+        name = names.get(project_id)
         if name is None or not 0 <= index < count:
             continue
-        simulated = simulated or bool(row.get("simulated"))
-        if name not in projects:
-            projects[name] = {key: [None] * count for key in SERIES}
-        for key in SERIES:
-            projects[name][key][index] = None if row[key] is None else round(row[key], 3)
-        totals["allocated"][index] += row["allocated"] or 0.0
-        totals["pending"][index] += row["pending"] or 0.0
-        totals["running"][index] += row["running"] or 0.0
-        if row["utilization"] is not None and row["allocated"]:
-            totals["utilization"][index] += row["utilization"] * row["allocated"]
-            weight[index] += row["allocated"]
-    seen = [any(p["allocated"][i] is not None for p in projects.values()) for i in range(count)]
+        series = projects.get(name)
+        if series is None:
+            series = projects[name] = tuple([None] * count for _ in SERIES)
+        series[0][index], series[1][index], series[2][index] = allocated, quota, fair
+        series[3][index], series[4][index], series[5][index] = pending, running, utilization
+        simulated = simulated or sim
+        seen[index] = True
+        allocated_total[index] += allocated
+        pending_total[index] += pending
+        running_total[index] += running
+        if utilization is not None and allocated:
+            busy[index] += utilization * allocated
+            weight[index] += allocated
     cluster = {
-        key: [round(totals[key][i], 3) if seen[i] else None for i in range(count)]
-        for key in ("allocated", "pending", "running")
-    }
+        key: [round(total[i], 3) if seen[i] else None for i in range(count)]
+        for key, total in (("allocated", allocated_total), ("pending", pending_total),
+                           ("running", running_total))
+    }  # fmt: skip
     cluster["utilization"] = [
-        round(totals["utilization"][i] / weight[i], 3) if weight[i] else None for i in range(count)
+        round(busy[i] / weight[i], 3) if weight[i] else None for i in range(count)
     ]
     shown = {
-        name: projects[name] for name in sorted(projects) if visible is None or name in visible
+        name: dict(zip(SERIES, projects[name], strict=True))
+        for name in sorted(projects)
+        if visible is None or name in visible
     }
     label = f"rollup-{resolution}s" if resolution else "samples"
     return Series(start, end, step, label, times, shown, cluster, simulated)
 
 
-def _rows(resolution: int, start: datetime, end: datetime, step: int) -> list[dict]:
-    """One row per project and step: averages of the samples in it."""
+def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped: bool) -> str:
+    """One SELECT of (project, step index, the six means rounded to 3 places, simulated).
+
+    Rounding is float8 arithmetic (not numeric), and the step index is computed in SQL, so the
+    rows arrive ready to place.
+    """
+    if grouped:
+        index = (f"(FLOOR(EXTRACT(EPOCH FROM {time}) / %(step)s) * %(step)s"
+                 " - %(first)s)::bigint / %(step)s")  # fmt: skip
+    else:
+        index = f"(EXTRACT(EPOCH FROM {time})::bigint - %(first)s) / %(step)s"
+    rounded = ", ".join(f"ROUND(({value}) * 1000) / 1000" for value in values)
+    where = f"{time} >= %(start)s AND {time} < %(end)s"
+    if table == "jobs_usagerollup":
+        where += " AND resolution_s = %(resolution)s AND samples > 0"
+    group = " GROUP BY project_id, i" if grouped else ""
+    return (
+        f"SELECT project_id, {index} AS i, {rounded}, {simulated} FROM {table} WHERE {where}{group}"
+    )
+
+
+_RAW = _sql(
+    "jobs_usagesample", "time",
+    ("AVG(allocated_gpus)", "AVG(quota)", "AVG(fair_share)", "AVG(pending_jobs)::float8",
+     "AVG(running_jobs)::float8", "AVG(utilization)"),
+    "BOOL_OR(simulated)", grouped=True,
+)  # fmt: skip
+_ROLLUP = _sql(
+    "jobs_usagerollup", "bucket",
+    ("SUM(allocated_sum) / SUM(samples)", "SUM(quota_sum) / SUM(samples)",
+     "SUM(fair_share_sum) / SUM(samples)", "SUM(pending_sum) / SUM(samples)",
+     "SUM(running_sum) / SUM(samples)",
+     "SUM(utilization_sum) / NULLIF(SUM(utilization_samples), 0)"),
+    "BOOL_OR(simulated)", grouped=True,
+)  # fmt: skip
+_ROLLUP_AS_IS = _sql(
+    "jobs_usagerollup", "bucket",
+    ("allocated_sum / samples", "quota_sum / samples", "fair_share_sum / samples",
+     "pending_sum / samples", "running_sum / samples",
+     "utilization_sum / NULLIF(utilization_samples, 0)"),
+    "simulated", grouped=False,
+)  # fmt: skip
+
+
+def _rows(resolution: int, start: datetime, end: datetime, step: int, first: int) -> list[tuple]:
+    """(project id, step index, allocated, quota, fair share, pending, running, utilization,
+    simulated) per project and step: the means of the samples in it.
+
+    PostgreSQL does the grouping in one statement; a step equal to the rollup's
+    resolution reads its rows as they are. Elsewhere (SQLite, the embedded default) the ORM does
+    the same with portable expressions.
+    """
+    if connection.vendor != "postgresql":
+        return _rows_portable(resolution, start, end, step, first)
+    sql = _RAW if resolution == 0 else _ROLLUP_AS_IS if step == resolution else _ROLLUP
+    params = {"step": step, "first": first, "start": start, "end": end, "resolution": resolution}
+    import psycopg
+
+    connection.ensure_connection()
+    # psycopg's binary protocol: floats arrive without text parsing, twice as fast for 72k rows
+    # (Django's own cursors bind client-side, which cannot read binary results)
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, binary=True)
+        return cursor.fetchall()
+
+
+def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, first: int):
     if resolution == 0:
         rows = (
             UsageSample.objects.filter(time__gte=start, time__lt=end)
             .annotate(b=EpochBucket("time", step))
             .values("project_id", "b")
             .annotate(
-                allocated=Avg("allocated_gpus"), quota=Avg("quota"), fair_share=Avg("fair_share"),
-                pending=Avg("pending_jobs"), running=Avg("running_jobs"),
-                utilization=Avg("utilization"), simulated=Count("id", filter=Q(simulated=True)),
+                a=Avg("allocated_gpus"), q=Avg("quota"), f=Avg("fair_share"),
+                p=Avg("pending_jobs"), r=Avg("running_jobs"), u=Avg("utilization"),
+                sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
-        return list(rows)
-    sums = (
-        UsageRollup.objects.filter(resolution_s=resolution, bucket__gte=start, bucket__lt=end)
-        .annotate(b=EpochBucket("bucket", step))
-        .values("project_id", "b")
-        .annotate(
-            n=Sum("samples"), a=Sum("allocated_sum"), q=Sum("quota_sum"), f=Sum("fair_share_sum"),
-            p=Sum("pending_sum"), r=Sum("running_sum"), u=Sum("utilization_sum"),
-            un=Sum("utilization_samples"), simulated=Count("id", filter=Q(simulated=True)),
-        )
-    )  # fmt: skip
+        means = [(row, 1, 1) for row in rows]
+    else:
+        sums = (
+            UsageRollup.objects.filter(resolution_s=resolution, bucket__gte=start,
+                                       bucket__lt=end, samples__gt=0)
+            .annotate(b=EpochBucket("bucket", step))
+            .values("project_id", "b")
+            .annotate(
+                n=Sum("samples"), a=Sum("allocated_sum"), q=Sum("quota_sum"),
+                f=Sum("fair_share_sum"), p=Sum("pending_sum"), r=Sum("running_sum"),
+                u=Sum("utilization_sum"), un=Sum("utilization_samples"),
+                sim=Count("id", filter=Q(simulated=True)),
+            )
+        )  # fmt: skip
+        means = [(row, row["n"], row["un"]) for row in sums]
     return [
-        {
-            "project_id": row["project_id"],
-            "b": row["b"],
-            "allocated": row["a"] / row["n"],
-            "quota": row["q"] / row["n"],
-            "fair_share": row["f"] / row["n"],
-            "pending": row["p"] / row["n"],
-            "running": row["r"] / row["n"],
-            "utilization": row["u"] / row["un"] if row["un"] else None,
-            "simulated": row["simulated"],
-        }
-        for row in sums
-        if row["n"]
-    ]
+        (
+            row["project_id"], (row["b"] - first) // step,
+            round(row["a"] / n, 3), round(row["q"] / n, 3), round(row["f"] / n, 3),
+            round(row["p"] / n, 3), round(row["r"] / n, 3),
+            round(row["u"] / un, 3) if row["u"] is not None and un else None,
+            bool(row["sim"]),
+        )
+        for row, n, un in means
+    ]  # fmt: skip
 
 
 _UPSERT = """

@@ -34,7 +34,9 @@ class OverviewConsumer(AsyncJsonWebsocketConsumer):
 
     async def overview_updated(self, event: dict) -> None:
         """A broadcast of the full overview: forward this user's part of it."""
-        visible = await database_sync_to_async(visible_projects)(self.scope["user"])
+        # not thread-sensitive: the consumers of one broadcast look their users up concurrently
+        lookup = database_sync_to_async(visible_projects, thread_sensitive=False)
+        visible = await lookup(self.scope["user"])
         await self.send_json(
             {"type": "overview", "overview": overview_for(event["overview"], visible)}
         )
