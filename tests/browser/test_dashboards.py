@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 def _replay_module():
-    spec = importlib.util.spec_from_file_location("replay_scenario",
-                                                  ROOT / "scripts" / "replay_scenario.py")  # fmt: skip
+    path = ROOT / "scripts" / "replay_scenario.py"
+    spec = importlib.util.spec_from_file_location("replay_scenario", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

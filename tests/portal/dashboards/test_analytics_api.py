@@ -134,7 +134,7 @@ def test_the_cycle_writes_samples_and_rollups(settings, api, cluster_admin, node
     settle()
     newest = UsageSample.objects.filter(project=team_a).latest("time")
     assert newest.allocated_gpus == 2.0
-    hourly = UsageRollup.objects.get(resolution_s=3600, project=team_a,
-                                     bucket=newest.time.replace(minute=0, second=0, microsecond=0))  # fmt: skip
+    hour = newest.time.replace(minute=0, second=0, microsecond=0)
+    hourly = UsageRollup.objects.get(resolution_s=3600, project=team_a, bucket=hour)
     samples = UsageSample.objects.filter(project=team_a, time__gte=hourly.bucket).count()
     assert hourly.samples == samples
