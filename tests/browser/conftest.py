@@ -37,50 +37,54 @@ def _free_port() -> int:
 
 
 class Server:
-    """A daphne process serving the portal; `requests` are the hosts the browser talked to."""
+    """A daphne process serving the portal on `port`; it can be stopped and started again."""
 
-    def __init__(self, url: str, process: subprocess.Popen, log: Path):
-        self.url, self.process, self.log = url, process, log
-        self.netloc = urlsplit(url).netloc
+    def __init__(self, port: int, env: dict, log: Path):
+        self.port, self.env, self.log = port, env, log
+        self.url = f"http://127.0.0.1:{port}"
+        self.netloc = urlsplit(self.url).netloc
+        self.process: subprocess.Popen | None = None
 
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
+    def start(self) -> None:
+        with open(self.log, "a") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                 "portal.asgi:application"],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(self.url + "/healthz/", timeout=2)
+                return
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.process.kill()
+                    pytest.fail(f"daphne did not start:\n{self.log.read_text()}")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(10)
 
 
 @pytest.fixture
 def server(transactional_db, tmp_path):
     """The portal as `make run` serves it, with a fast cycle, on the test database."""
-    port = _free_port()
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
         ALLOT_USAGE_SAMPLE_INTERVAL_S="1",
     )  # fmt: skip
     env.pop("REDIS_URL", None)
-    log = tmp_path / "daphne.log"
-    with open(log, "w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "portal.asgi:application"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(url + "/healthz/", timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"daphne did not start:\n{log.read_text()}")
-            time.sleep(0.2)
-    yield Server(url, process, log)
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    server = Server(_free_port(), env, tmp_path / "daphne.log")
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -124,3 +124,18 @@ def test_the_pages_ask_anonymous_visitors_to_sign_in(page, server):
     page.goto(server.url + "/analytics/")
     assert page.url.startswith(server.url + "/login/")
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+
+
+def test_the_overview_shows_reconnecting_and_recovers_when_the_server_restarts(
+    page, server, cluster_admin
+):
+    sign_in(page, server, "root")
+    live = page.locator("#live")
+    expect(live).to_have_attribute("data-state", "live")
+    page.evaluate("window.__sameDocument = true")
+    server.stop()
+    expect(live).to_have_attribute("data-state", "reconnecting")
+    expect(live).to_have_text("reconnecting…")
+    server.start()
+    expect(live).to_have_attribute("data-state", "live", timeout=20_000)
+    assert page.evaluate("window.__sameDocument") is True
