@@ -74,3 +74,21 @@ def can_submit(user, project: Project) -> bool:
 def can_manage_members(user, project: Project) -> bool:
     """Cluster admins and the project's admins add and remove members."""
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
+
+
+PROJECT_ADMIN_FIELDS = frozenset({"interactive_time_limit_s"})
+
+
+def editable_project_fields(user, project: Project) -> frozenset[str] | None:
+    """What `user` may change in `project`: None means every field (cluster admins); a project
+    admin changes its interactive time limit, not its quota; others nothing."""
+    if is_cluster_admin(user):
+        return None
+    if role_in(user, project) in MANAGE_ROLES:
+        return PROJECT_ADMIN_FIELDS
+    return frozenset()
+
+
+def can_manage_users(user) -> bool:
+    """Cluster admins create users and set their passwords."""
+    return is_cluster_admin(user)

@@ -17,7 +17,12 @@ from rest_framework.views import APIView
 from portal.api.errors import conflict
 from portal.tenancy import access, services
 from portal.tenancy.models import Membership, Project
-from portal.tenancy.permissions import ClusterAdminWrites, IsClusterAdmin, MayManageMembers
+from portal.tenancy.permissions import (
+    ClusterAdminWrites,
+    IsClusterAdmin,
+    MayEditProject,
+    MayManageMembers,
+)
 from portal.tenancy.queries import with_usage
 from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
 
@@ -36,10 +41,11 @@ class ProjectList(generics.ListCreateAPIView):
 
 
 class ProjectDetail(generics.RetrieveUpdateDestroyAPIView):
-    """GET, PATCH (cluster admins) or DELETE (cluster admins, no jobs left) one project."""
+    """GET, PATCH (cluster admins; the project's admins its time limit only) or DELETE (cluster
+    admins, no jobs left) one project."""
 
     serializer_class = ProjectSerializer
-    permission_classes = [ClusterAdminWrites]
+    permission_classes = [MayEditProject]
     lookup_field = "name"
     lookup_url_kwarg = "name"
     http_method_names = ["get", "patch", "delete", "head", "options"]

@@ -36,6 +36,33 @@ class ClusterAdminWrites(BasePermission):
         return request.method in SAFE_METHODS or access.is_cluster_admin(request.user)
 
 
+class MayEditProject(BasePermission):
+    """Cluster admins change projects; a project's admins change only its time limit."""
+
+    message = "Only cluster admins may change this."
+
+    def has_permission(self, request, view) -> bool:
+        return bool(request.user and request.user.is_authenticated)
+
+    def has_object_permission(self, request, view, project) -> bool:
+        if request.method in SAFE_METHODS:
+            return True
+        allowed = access.editable_project_fields(request.user, project)
+        if allowed is None:
+            return True
+        if request.method != "PATCH" or not allowed:
+            return False
+        asked = set(request.data) if isinstance(request.data, dict) else set()
+        refused = sorted(asked - allowed)
+        if refused:
+            self.message = (
+                f"Project admins may change only {', '.join(sorted(allowed))}; "
+                f"not {', '.join(refused)}."
+            )
+            return False
+        return True
+
+
 class MayManageMembers(BasePermission):
     """Project admins and cluster admins change a project's members; members read them."""
 

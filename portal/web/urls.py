@@ -3,15 +3,32 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from portal.web import views
+from portal.web import admin_pages, job_pages, views
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("analytics/", views.analytics, name="analytics"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
-    ),
+    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("me/", admin_pages.me, name="me"),
+    path("projects/", admin_pages.projects, name="projects"),
+    path("projects/new/", admin_pages.project_form, name="project-new"),
+    path("projects/<str:name>/", admin_pages.project_detail, name="project-detail"),
+    path("projects/<str:name>/edit/", admin_pages.project_form, name="project-edit"),
+    path("projects/<str:name>/delete/", admin_pages.project_delete, name="project-delete"),
+    path("projects/<str:name>/members/", admin_pages.member_add, name="member-add"),
+    path(
+        "projects/<str:name>/members/<str:username>/remove/",
+        admin_pages.member_remove,
+        name="member-remove",
+    ),
+    path("nodes/", admin_pages.nodes, name="nodes"),
+    path("nodes/<str:name>/", admin_pages.node_update, name="node-update"),
+    path("users/", admin_pages.users, name="users"),
+    path("users/<str:username>/password/", admin_pages.user_password, name="user-password"),
+    path("jobs/", job_pages.jobs, name="jobs"),
+    path("jobs/new/", job_pages.job_new, name="job-new"),
+    path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),
+    path("jobs/<str:project>/<str:name>/", job_pages.job_detail, name="job-detail"),
+    path("jobs/<str:project>/<str:name>/stop/", job_pages.job_stop, name="job-stop"),
 ]

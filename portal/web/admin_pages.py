@@ -1,0 +1,301 @@
+"""Pages for projects, members, nodes, users and the user's own account.
+
+Who may do what is asked of `portal.tenancy.access` (as the REST API does); what is valid is
+decided by the API's serializers and services, so the messages next to a field are the API's.
+A project the user may not see is a 404 here too.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model, update_session_auth_hash
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import APIException
+
+from portal.cluster import services as node_services
+from portal.cluster.models import Node
+from portal.cluster.serializers import NodeSerializer
+from portal.jobs.overview import build_overview
+from portal.tenancy import access, services
+from portal.tenancy.models import Membership, Role
+from portal.tenancy.queries import with_usage
+from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
+
+PROJECT_FIELDS = {
+    "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
+    "node_pools": LIST, "interactive_time_limit_s": NUMBER,
+}  # fmt: skip
+
+
+def _require(allowed: bool) -> None:
+    if not allowed:
+        raise PermissionDenied
+
+
+@login_required
+def projects(request: HttpRequest) -> HttpResponse:
+    """Every project the user may see, with quota, weight, limit and usage."""
+    rows = with_usage(access.projects_for(request.user)).order_by("name")
+    return render(
+        request,
+        "web/projects.html",
+        {"page": "projects", "projects": rows, "can_create": access.is_cluster_admin(request.user)},
+    )
+
+
+@login_required
+def project_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """A project's settings, members and jobs."""
+    project = access.get_project_for(request.user, name)
+    usage = with_usage(access.projects_for(request.user)).get(pk=project.pk)
+    return render(
+        request,
+        "web/project_detail.html",
+        {
+            "page": "projects",
+            "project": usage,
+            "members": project.memberships.select_related("user").order_by("user__username"),
+            "jobs": project.jobs.select_related("user").order_by("-submitted_at")[:200],
+            "roles": Role.choices,
+            "can_manage": access.can_manage_members(request.user, project),
+            "can_edit": access.editable_project_fields(request.user, project) != frozenset(),
+            "can_delete": access.is_cluster_admin(request.user),
+            "can_submit": access.can_submit(request.user, project),
+            "errors": {},
+        },
+    )
+
+
+@login_required
+def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
+    """Create (cluster admins) or edit a project; a project admin edits its time limit only."""
+    project = access.get_project_for(request.user, name) if name else None
+    editable = (
+        access.editable_project_fields(request.user, project)
+        if project
+        else (None if access.is_cluster_admin(request.user) else frozenset())
+    )
+    _require(editable != frozenset())
+    kinds = {k: v for k, v in PROJECT_FIELDS.items() if editable is None or k in editable}
+    if project is not None:
+        kinds.pop("name", None)
+    errors, values = {}, {}
+    if request.method == "POST":
+        data, errors = form_input(request.POST, kinds)
+        values = request.POST
+        if not errors:
+            serializer = ProjectSerializer(project, data=data, partial=project is not None)
+            if serializer.is_valid():
+                try:
+                    if project is None:
+                        project = services.create_project(**serializer.validated_data)
+                    else:
+                        services.update_project(project, **serializer.validated_data)
+                except APIException as exc:
+                    errors = field_errors(exc)
+                else:
+                    messages.success(request, f"Project {project.name} saved.")
+                    return redirect("project-detail", name=project.name)
+            else:
+                errors = field_errors(serializer.errors)
+    elif project is not None:
+        values = {
+            "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
+            "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
+            "interactive_time_limit_s": project.interactive_time_limit_s or "",
+        }  # fmt: skip
+    return render(
+        request,
+        "web/project_form.html",
+        {"page": "projects", "project": project, "fields": kinds, "values": values,
+         "errors": errors, "pools": sorted(set(Node.objects.values_list("pool", flat=True)))},
+    )  # fmt: skip
+
+
+def _plain(number) -> str:
+    return "" if number is None else f"{float(number):g}"
+
+
+@login_required
+@require_POST
+def project_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """Delete a project without jobs (cluster admins)."""
+    project = access.get_project_for(request.user, name)
+    _require(access.is_cluster_admin(request.user))
+    try:
+        services.delete_project(project)
+    except APIException as exc:
+        messages.error(request, " ".join(field_errors(exc).get("name", ["cannot delete"])))
+        return redirect("project-detail", name=name)
+    messages.success(request, f"Project {name} deleted.")
+    return redirect("projects")
+
+
+@login_required
+@require_POST
+def member_add(request: HttpRequest, name: str) -> HttpResponse:
+    """Add a member with a role (the project's admins and cluster admins)."""
+    project = access.get_project_for(request.user, name)
+    _require(access.can_manage_members(request.user, project))
+    data, errors = form_input(request.POST, {"username": TEXT, "role": TEXT})
+    serializer = MembershipSerializer(data=data)
+    if not errors and serializer.is_valid():
+        try:
+            services.add_member(project, serializer.validated_data["user"]["username"],
+                                serializer.validated_data["role"])  # fmt: skip
+            messages.success(request, f"{data['username']} added as {data.get('role', '')}.")
+            return redirect("project-detail", name=name)
+        except APIException as exc:
+            errors = field_errors(exc)
+    errors = errors or field_errors(serializer.errors)
+    for field, reasons in errors.items():
+        messages.error(request, f"{field}: {' '.join(reasons)}")
+    return redirect("project-detail", name=name)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, name: str, username: str) -> HttpResponse:
+    """Remove a member (their jobs stay)."""
+    project = access.get_project_for(request.user, name)
+    _require(access.can_manage_members(request.user, project))
+    membership = Membership.objects.filter(project=project, user__username=username).first()
+    if membership is None:
+        raise Http404(f"{username} is not a member of {name}")
+    services.remove_member(membership)
+    messages.success(request, f"{username} removed from {name}.")
+    return redirect("project-detail", name=name)
+
+
+@login_required
+def nodes(request: HttpRequest) -> HttpResponse:
+    """Nodes with pool, readiness, cordon and devices; cluster admins add, cordon and remove."""
+    admin = access.is_cluster_admin(request.user)
+    errors, values = {}, {}
+    if request.method == "POST":
+        _require(admin)
+        data, errors = form_input(request.POST, {"name": TEXT, "gpus": TEXT,
+                                                 "gpu_memory_mib": TEXT, "pool": TEXT})  # fmt: skip
+        values = request.POST
+        serializer = NodeSerializer(data=data)
+        if not errors and serializer.is_valid():
+            try:
+                node_services.create_node(**serializer.validated_data)
+                messages.success(request, f"Node {data['name']} added.")
+                return redirect("nodes")
+            except APIException as exc:
+                errors = field_errors(exc)
+        errors = errors or field_errors(serializer.errors)
+    overview = build_overview(request.user)
+    return render(
+        request,
+        "web/nodes.html",
+        {"page": "nodes", "nodes": overview["nodes"], "simulated": overview["simulated"],
+         "admin": admin, "errors": errors, "values": values},
+    )  # fmt: skip
+
+
+@login_required
+@require_POST
+def node_update(request: HttpRequest, name: str) -> HttpResponse:
+    """Cordon or uncordon a node, or remove it (cluster admins)."""
+    _require(access.is_cluster_admin(request.user))
+    node = Node.objects.filter(name=name).first()
+    if node is None:
+        raise Http404(f"Node {name} not found.")
+    action = request.POST.get("action")
+    try:
+        if action == "delete":
+            node_services.delete_node(node)
+            messages.success(request, f"Node {name} removed.")
+        elif action in ("cordon", "uncordon"):
+            node_services.update_node(node, schedulable=action == "uncordon")
+            messages.success(request, f"Node {name} {action}ed.")
+        else:
+            messages.error(request, f"unknown action {action!r}")
+    except APIException as exc:
+        reasons = [reason for group in field_errors(exc).values() for reason in group]
+        messages.error(request, " ".join(reasons))
+    return redirect("nodes")
+
+
+@login_required
+def users(request: HttpRequest) -> HttpResponse:
+    """Cluster admins list users, create them and set new passwords."""
+    _require(access.can_manage_users(request.user))
+    errors, values = {}, {}
+    if request.method == "POST":
+        data, errors = form_input(
+            request.POST, {"username": TEXT, "password": TEXT, "email": TEXT, "is_staff": CHECK}
+        )
+        values = request.POST
+        serializer = UserSerializer(data=data)
+        if not errors and serializer.is_valid():
+            if get_user_model().objects.filter(username=data["username"]).exists():
+                errors = {"username": [f"a user named {data['username']!r} already exists"]}
+            else:
+                get_user_model().objects.create_user(**serializer.validated_data)
+                messages.success(request, f"User {data['username']} created.")
+                return redirect("users")
+        errors = errors or field_errors(serializer.errors)
+    people = get_user_model().objects.order_by("username").prefetch_related("memberships__project")
+    context = {"page": "users", "people": people, "errors": errors, "values": values}
+    return render(request, "web/users.html", context)
+
+
+@login_required
+@require_POST
+def user_password(request: HttpRequest, username: str) -> HttpResponse:
+    """A cluster admin sets a user's new password (Django's validators apply)."""
+    _require(access.can_manage_users(request.user))
+    person = get_user_model().objects.filter(username=username).first()
+    if person is None:
+        raise Http404(f"User {username} not found.")
+    serializer = UserSerializer(
+        data={"username": username, "password": request.POST.get("password", "")}
+    )
+    if serializer.is_valid():
+        person.set_password(serializer.validated_data["password"])
+        person.save(update_fields=["password"])
+        messages.success(request, f"New password set for {username}.")
+    else:
+        reasons = field_errors(serializer.errors).get("password", [])
+        messages.error(request, f"{username}: " + " ".join(reasons))
+    return redirect("users")
+
+
+@login_required
+def me(request: HttpRequest) -> HttpResponse:
+    """The user's own page: projects and roles, API token (create, copy once, revoke), password."""
+    form = PasswordChangeForm(request.user)
+    new_token = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "create-token":
+            Token.objects.filter(user=request.user).delete()
+            new_token = Token.objects.create(user=request.user).key
+        elif action == "revoke-token":
+            Token.objects.filter(user=request.user).delete()
+            messages.success(request, "API token revoked: scripts using it now get 401.")
+            return redirect("me")
+        elif action == "password":
+            form = PasswordChangeForm(request.user, request.POST)
+            if form.is_valid():
+                form.save()
+                update_session_auth_hash(request, form.user)
+                messages.success(request, "Password changed.")
+                return redirect("me")
+    token = Token.objects.filter(user=request.user).first()
+    roles = Membership.objects.filter(user=request.user).select_related("project")
+    return render(
+        request,
+        "web/me.html",
+        {"page": "me", "token": token, "new_token": new_token, "form": form, "roles": roles},
+    )

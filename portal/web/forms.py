@@ -1,0 +1,96 @@
+"""HTML forms validated by the REST API's own serializers, so a page and the API give the same
+error messages, field by field.
+
+A form posts text; `form_input` turns it into what the serializer expects (numbers, lists,
+KEY=VALUE maps, checkboxes), and `field_errors` flattens the serializer's errors into one message
+list per field name, for the template to print next to each field.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from django.http import QueryDict
+from rest_framework.exceptions import APIException
+
+# how a form field's text becomes serializer input
+TEXT, NUMBER, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES = (
+    "text", "number", "list", "words", "env", "check", "ports", "volumes"
+)  # fmt: skip
+
+
+def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, list[str]]]:
+    """(serializer input, errors found while reading the text) for the fields in `kinds`.
+
+    An empty optional field is left out (the serializer's default applies), except NUMBER fields
+    which become None (meaning "none", e.g. no limit)."""
+    data, errors = {}, {}
+    for name, kind in kinds.items():
+        raw = post.get(name, "")
+        if kind == CHECK:
+            data[name] = name in post
+            continue
+        raw = raw.strip()
+        if kind == NUMBER:
+            data[name] = raw or None
+        elif not raw:
+            continue
+        elif kind == TEXT:
+            data[name] = raw
+        elif kind == LIST:
+            data[name] = [
+                item.strip() for item in raw.replace("\n", ",").split(",") if item.strip()
+            ]
+        elif kind == PORTS:
+            data[name] = raw.replace(",", " ").split()
+        elif kind == WORDS:
+            try:
+                data[name] = shlex.split(raw)
+            except ValueError as exc:
+                errors[name] = [f"cannot split into words: {exc}"]
+        elif kind == ENV:
+            data[name], bad = _pairs(raw, "=")
+            if bad:
+                errors[name] = [f"line {bad!r} is not KEY=VALUE"]
+        elif kind == VOLUMES:
+            pairs, bad = _pairs(raw, ":")
+            data[name] = [{"claim": claim, "path": path} for claim, path in pairs.items()]
+            if bad:
+                errors[name] = [f"line {bad!r} is not CLAIM:/mount/path"]
+    return data, errors
+
+
+def _pairs(raw: str, separator: str) -> tuple[dict[str, str], str | None]:
+    pairs, bad = {}, None
+    for line in raw.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        key, found, value = line.partition(separator)
+        if not found or not key.strip():
+            bad = bad or line
+            continue
+        pairs[key.strip()] = value.strip()
+    return pairs, bad
+
+
+def field_errors(detail) -> dict[str, list[str]]:
+    """A serializer's (or APIException's) errors as {field: [message, ...]}; nested errors
+    (a list of volumes) are joined under their field, request-wide ones under `form`."""
+    if isinstance(detail, APIException):
+        detail = detail.detail
+    if not isinstance(detail, dict):
+        return {"form": [str(message) for message in _flatten(detail)]}
+    errors = {}
+    for field, messages in detail.items():
+        key = "form" if field in ("non_field_errors", "detail") else field
+        errors.setdefault(key, []).extend(str(message) for message in _flatten(messages))
+    return errors
+
+
+def _flatten(value) -> list:
+    if isinstance(value, dict):
+        return [f"{key}: {message}" for key, inner in value.items() for message in _flatten(inner)]
+    if isinstance(value, list):
+        return [message for item in value for message in _flatten(item)]
+    return [value]

@@ -1,0 +1,149 @@
+"""Researchers' pages: my jobs, submit, launch Jupyter, a job's detail with events and logs, stop.
+
+Jobs are reached through `portal.tenancy.access` (404 for other teams' jobs) and submitted with
+the REST API's serializer and `services.submit_job`, so the page's messages are the API's.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from rest_framework.exceptions import APIException
+
+from portal.jobs import services
+from portal.jobs.models import JobType, ServiceType, Status
+from portal.jobs.serializers import JobSerializer
+from portal.tenancy import access
+from portal.web.forms import ENV, NUMBER, PORTS, TEXT, VOLUMES, WORDS, field_errors, form_input
+
+JOB_FIELDS = {
+    "project": TEXT, "name": TEXT, "image": TEXT, "gpus": TEXT, "pods": TEXT, "type": TEXT,
+    "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
+    "service_type": TEXT, "volumes": VOLUMES,
+}  # fmt: skip
+JUPYTER_IMAGE = "jupyter/base-notebook"
+JUPYTER_PORT = 8888
+
+
+class _Request:
+    """What JobSerializer's context needs of a request: the user."""
+
+    def __init__(self, user):
+        self.user = user
+
+
+def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict]:
+    """(job, {}) when submitted, else (None, errors by field)."""
+    serializer = JobSerializer(data=data, context={"request": _Request(request.user)})
+    try:
+        serializer.is_valid(raise_exception=True)
+        fields = dict(serializer.validated_data)
+        project = fields.pop("project")
+        return services.submit_job(request.user, project, **fields), {}
+    except APIException as exc:
+        return None, field_errors(exc)
+
+
+def _submittable(user):
+    return [p for p in access.projects_for(user).order_by("name") if access.can_submit(user, p)]
+
+
+@login_required
+def jobs(request: HttpRequest) -> HttpResponse:
+    """Jobs of the user's projects, filtered by project, status, type and "mine"."""
+    rows = access.jobs_for(request.user).order_by("-submitted_at")
+    chosen = {key: request.GET.get(key, "") for key in ("project", "status", "type")}
+    if chosen["project"]:
+        rows = rows.filter(project__name=chosen["project"])
+    if chosen["status"] in Status.values:
+        rows = rows.filter(status=chosen["status"])
+    if chosen["type"] in JobType.values:
+        rows = rows.filter(type=chosen["type"])
+    mine = request.GET.get("mine") == "1"
+    if mine:
+        rows = rows.filter(user=request.user)
+    return render(
+        request,
+        "web/jobs.html",
+        {"page": "jobs", "jobs": rows[:500], "chosen": chosen, "mine": mine,
+         "projects": access.projects_for(request.user).order_by("name"),
+         "statuses": Status.values, "types": JobType.values},
+    )  # fmt: skip
+
+
+@login_required
+def job_new(request: HttpRequest) -> HttpResponse:
+    """The submit form: every field of `POST /api/v1/jobs/`, fractions included."""
+    errors, values = {}, {"gpus": "1", "pods": "1", "type": JobType.TRAIN}
+    if request.method == "POST":
+        values = request.POST
+        data, errors = form_input(request.POST, JOB_FIELDS)
+        if not errors:
+            job, errors = _submit(request, data)
+            if job is not None:
+                messages.success(request, f"Job {job.name} submitted.")
+                return redirect("job-detail", project=job.project.name, name=job.name)
+    return render(
+        request,
+        "web/job_form.html",
+        {"page": "jobs", "values": values, "errors": errors, "projects": _submittable(request.user),
+         "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
+    )  # fmt: skip
+
+
+@login_required
+def jupyter_new(request: HttpRequest) -> HttpResponse:
+    """Launch Jupyter: an interactive job with port 8888, opened through the portal."""
+    projects = _submittable(request.user)
+    errors = {}
+    values = {"gpus": "0.5", "image": JUPYTER_IMAGE,
+              "project": projects[0].name if projects else ""}  # fmt: skip
+    if request.method == "POST":
+        values = request.POST
+        data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": TEXT,
+                                                 "image": TEXT})  # fmt: skip
+        data.setdefault("image", JUPYTER_IMAGE)
+        data.setdefault("name", f"jupyter-{request.user.get_username()}".lower()[:40])
+        data |= {"type": JobType.INTERACTIVE, "ports": [JUPYTER_PORT]}
+        if not errors:
+            job, errors = _submit(request, data)
+            if job is not None:
+                messages.success(request, f"Jupyter {job.name} is starting.")
+                return redirect("job-detail", project=job.project.name, name=job.name)
+    context = {"page": "jobs", "values": values, "errors": errors, "projects": projects}
+    return render(request, "web/jupyter_form.html", context)
+
+
+@login_required
+def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """Status, placement, events with the scheduler's reasons, live logs, links and Stop."""
+    from portal.jobs.models import JobEvent
+    from portal.scheduling.agent import job_urls
+
+    job = access.get_job_for(request.user, project, name)
+    events = JobEvent.objects.filter(job=job).order_by("time", "id")
+    return render(
+        request,
+        "web/job_detail.html",
+        {"page": "jobs", "job": job, "events": events,
+         "urls": job_urls(job) if job.holds_gpus and job.ports else [],
+         "session_url": f"/sessions/{job.project.name}/{job.name}/"
+         if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or []) else None,
+         "can_stop": access.can_submit(request.user, job.project)},
+    )  # fmt: skip
+
+
+@login_required
+@require_POST
+def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """Stop (delete) a job: its GPUs are free at once; its events stay."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_submit(request.user, job.project):
+        raise PermissionDenied
+    services.stop_job(job, request.user)
+    messages.success(request, f"Job {project}/{name} stopped.")
+    return redirect("jobs")
