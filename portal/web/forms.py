@@ -14,8 +14,8 @@ from django.http import QueryDict
 from rest_framework.exceptions import APIException
 
 # how a form field's text becomes serializer input
-TEXT, NUMBER, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES = (
-    "text", "number", "list", "words", "env", "check", "ports", "volumes"
+TEXT, NUMBER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES = (
+    "text", "number", "float", "list", "words", "env", "check", "ports", "volumes"
 )  # fmt: skip
 
 
@@ -37,6 +37,11 @@ def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, 
             continue
         elif kind == TEXT:
             data[name] = raw
+        elif kind == FLOAT:  # a JSON number for the API's fields that refuse strings
+            try:
+                data[name] = float(raw)
+            except ValueError:
+                errors[name] = [f"must be a number, not {raw[:32]!r}"]
         elif kind == LIST:
             data[name] = [
                 item.strip() for item in raw.replace("\n", ",").split(",") if item.strip()
@@ -54,7 +59,7 @@ def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, 
                 errors[name] = [f"line {bad!r} is not KEY=VALUE"]
         elif kind == VOLUMES:
             pairs, bad = _pairs(raw, ":")
-            data[name] = [{"claim": claim, "path": path} for claim, path in pairs.items()]
+            data[name] = [{"pvc": claim, "mount_path": path} for claim, path in pairs.items()]
             if bad:
                 errors[name] = [f"line {bad!r} is not CLAIM:/mount/path"]
     return data, errors

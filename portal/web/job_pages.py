@@ -18,10 +18,20 @@ from portal.jobs import services
 from portal.jobs.models import JobType, ServiceType, Status
 from portal.jobs.serializers import JobSerializer
 from portal.tenancy import access
-from portal.web.forms import ENV, NUMBER, PORTS, TEXT, VOLUMES, WORDS, field_errors, form_input
+from portal.web.forms import (
+    ENV,
+    FLOAT,
+    NUMBER,
+    PORTS,
+    TEXT,
+    VOLUMES,
+    WORDS,
+    field_errors,
+    form_input,
+)
 
 JOB_FIELDS = {
-    "project": TEXT, "name": TEXT, "image": TEXT, "gpus": TEXT, "pods": TEXT, "type": TEXT,
+    "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": TEXT, "type": TEXT,
     "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
     "service_type": TEXT, "volumes": VOLUMES,
 }  # fmt: skip
@@ -104,7 +114,7 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
               "project": projects[0].name if projects else ""}  # fmt: skip
     if request.method == "POST":
         values = request.POST
-        data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": TEXT,
+        data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": FLOAT,
                                                  "image": TEXT})  # fmt: skip
         data.setdefault("image", JUPYTER_IMAGE)
         data.setdefault("name", f"jupyter-{request.user.get_username()}".lower()[:40])

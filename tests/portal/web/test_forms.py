@@ -1,0 +1,139 @@
+"""Forms say what the REST API says, next to the field; nothing is half-written."""
+
+import pytest
+from django.test import Client
+
+from portal.jobs.models import Job
+from portal.tenancy.models import Membership, Project
+
+pytestmark = pytest.mark.django_db
+
+
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def api_error(api, user, path, body, field):
+    response = api(user).post(path, body, format="json")
+    assert response.status_code == 400, response.content
+    return response.json()[field][0]
+
+
+@pytest.mark.parametrize(
+    ("form", "field"),
+    [
+        ({"gpus": "-1"}, "gpus"),
+        ({"gpus": "0.3333"}, "gpus"),
+        ({"gpus": "9"}, "gpus"),
+        ({"name": "Not A Label"}, "name"),
+        ({"image": "bad image!"}, "image"),
+        ({"pods": "0"}, "pods"),
+    ],
+)
+def test_the_submit_form_shows_the_apis_message_next_to_the_field(api, member, nodes, form, field):
+    base = {"project": "team-a", "name": "ok-name", "gpus": "1", "pods": "1", "type": "train"}
+    response = browser(member).post("/jobs/new/", base | form)
+    assert response.status_code == 200
+    body = dict(base | form)
+    body["pods"], body["gpus"] = int(body["pods"]), float(body["gpus"])
+    message = api_error(api, member, "/api/v1/jobs/", body, field)
+    page = response.content.decode()
+    assert f'id="err_{field}"' in page
+    from html import escape
+
+    assert escape(message) in page
+    assert not Job.objects.exists()
+
+
+def test_the_submit_form_submits_fractions_ports_env_and_volumes(member, nodes):
+    response = browser(member).post("/jobs/new/", {
+        "project": "team-a", "name": "nb", "gpus": "0.5", "pods": "1", "type": "interactive",
+        "image": "jupyter/base-notebook", "command": "start.sh jupyter lab", "args": "--debug",
+        "environment": "A=1\nB=two words", "ports": "8888", "service_type": "ingress",
+        "volumes": "test:/tmp/pvc1mount",
+    })  # fmt: skip
+    assert response.status_code == 302
+    job = Job.objects.get(name="nb")
+    assert (float(job.gpus), job.type, job.ports) == (0.5, "interactive", [8888])
+    assert job.command == ["start.sh", "jupyter", "lab"] and job.args == ["--debug"]
+    assert job.environment == {"A": "1", "B": "two words"}
+    assert job.volumes == [{"pvc": "test", "mount_path": "/tmp/pvc1mount", "read_only": False}]
+    assert response["Location"] == "/jobs/team-a/nb/"
+
+
+def test_a_bad_environment_line_is_named(member, nodes):
+    response = browser(member).post("/jobs/new/", {"project": "team-a", "name": "x", "gpus": "1",
+                                                   "environment": "NOEQUALS"})  # fmt: skip
+    assert "is not KEY=VALUE" in response.content.decode()
+
+
+def test_launch_jupyter_creates_an_interactive_job_on_port_8888(member, nodes):
+    form = {"project": "team-a", "gpus": "0.5", "image": "jupyter/base-notebook"}
+    response = browser(member).post("/jupyter/new/", form)
+    assert response.status_code == 302
+    job = Job.objects.get(project__name="team-a")
+    assert (job.type, job.ports, float(job.gpus)) == ("interactive", [8888], 0.5)
+    assert job.name == "jupyter-bob"
+
+
+def test_the_project_form_shows_the_apis_limit_message(api, cluster_admin, nodes):
+    response = browser(cluster_admin).post("/projects/new/", {"name": "team-e", "quota": "4",
+                                                              "limit": "2"})  # fmt: skip
+    assert response.status_code == 200
+    assert "must be at least the quota" in response.content.decode()
+    assert not Project.objects.filter(name="team-e").exists()
+
+
+def test_an_admin_creates_a_project_and_adds_a_researcher(cluster_admin, member, nodes):
+    client = browser(cluster_admin)
+    response = client.post("/projects/new/", {"name": "team-e", "quota": "2"})
+    assert response.status_code == 302 and response["Location"] == "/projects/team-e/"
+    client.post("/projects/team-e/members/", {"username": "bob", "role": "researcher"})
+    assert Membership.objects.get(project__name="team-e", user=member).role == "researcher"
+    duplicate = client.post("/projects/team-e/members/", {"username": "bob"}, follow=True)
+    assert "already a member" in duplicate.content.decode()
+    missing = client.post("/projects/team-e/members/", {"username": "nobody"}, follow=True)
+    assert "no user named" in missing.content.decode()
+
+
+def test_users_page_creates_users_and_checks_passwords(cluster_admin):
+    client = browser(cluster_admin)
+    weak = client.post("/users/", {"username": "carol", "password": "123"})
+    assert weak.status_code == 200 and "too short" in weak.content.decode()
+    ok = client.post("/users/", {"username": "carol", "password": "a-long-password-9"})
+    assert ok.status_code == 302
+    reset = client.post("/users/carol/password/", {"password": "another-long-pass-7"}, follow=True)
+    assert "New password set for carol" in reset.content.decode()
+    assert Client().login(username="carol", password="another-long-pass-7")
+
+
+def test_my_page_shows_a_new_token_once_and_revokes_it(member, api):
+    from rest_framework.authtoken.models import Token
+
+    client = browser(member)
+    created = client.post("/me/", {"action": "create-token"}).content.decode()
+    key = Token.objects.get(user=member).key
+    assert key in created
+    assert key not in client.get("/me/").content.decode()  # shown once
+    client.post("/me/", {"action": "revoke-token"})
+    anonymous = api()
+    anonymous.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    refused = anonymous.get("/api/v1/projects/")
+    assert refused.status_code in (401, 403) and "Invalid token" in refused.json()["detail"]
+
+
+def test_stop_frees_the_gpus_and_keeps_the_events(api, member, nodes):
+    from portal.jobs.models import JobEvent
+    from portal.scheduling.settle import settle
+
+    api(member).post("/api/v1/jobs/", {"project": "team-a", "name": "j", "gpus": 2}, format="json")
+    settle()
+    response = browser(member).post("/jobs/team-a/j/stop/")
+    assert response.status_code == 302
+    assert not Job.objects.filter(name="j").exists()
+    assert (
+        JobEvent.objects.filter(job_name="j", kind="deleted").exists()
+        or JobEvent.objects.filter(job_name="j").count() >= 2
+    )
