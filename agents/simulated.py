@@ -17,9 +17,11 @@ import random
 import threading
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from .base import JobKey, JobSpec, JobStatus, NodeStatus, Observation, Phase, PodStatus
+from .sessions import JUPYTER_PORT, LocalSessions, session_path
 
 Clock = Callable[[], datetime]
 LOG_EVERY_S = 10.0  # one training log line per 10 s of running time
@@ -42,11 +44,17 @@ class SimulatedAgent:
 
     simulated = True
 
-    def __init__(self, start_delay_s: float = 0.0, clock: Clock = utc_now):
+    def __init__(
+        self,
+        start_delay_s: float = 0.0,
+        clock: Clock = utc_now,
+        sessions: LocalSessions | None = None,
+    ):
         if start_delay_s < 0:
             raise ValueError(f"start_delay_s must be >= 0, got {start_delay_s}")
         self.start_delay_s = start_delay_s
         self.clock = clock
+        self.sessions = sessions  # real local Jupyter servers for interactive port-8888 jobs
         self._jobs: dict[JobKey, JobSpec] = {}
         self._lock = threading.Lock()
 
@@ -56,11 +64,19 @@ class SimulatedAgent:
         """Run `job` (idempotent; a new placement or start time replaces the old one: a move)."""
         with self._lock:
             self._jobs[job.key] = job
+        if self.has_session(job):
+            self.sessions.start(job.project, job.name)
 
     def stop(self, project: str, name: str) -> None:
-        """Forget the job; unknown jobs are ignored."""
+        """Forget the job (and stop its Jupyter server); unknown jobs are ignored."""
         with self._lock:
             self._jobs.pop((project, name), None)
+        if self.sessions is not None:
+            self.sessions.stop(project, name)
+
+    def has_session(self, job: JobSpec) -> bool:
+        """True when a real Jupyter server backs this job: interactive, port 8888, sessions on."""
+        return self.sessions is not None and job.type == "interactive" and JUPYTER_PORT in job.ports
 
     def observe(self) -> Observation:
         """Every job started and not stopped, with its phase at `clock()`, and the busy nodes."""
@@ -75,10 +91,16 @@ class SimulatedAgent:
         return _log_lines(job, self.clock(), self.start_delay_s, max(0, tail))
 
     def urls(self, job: JobSpec) -> list[dict]:
-        """A simulated address per port on the first pod's node (no server answers there)."""
+        """A simulated address per port on the first pod's node (no server answers there); a
+        Jupyter job's port 8888 is its real server, opened through the portal's proxy path."""
         if not job.placement:
             return []
         node = job.placement[0].node
+        if self.has_session(job):
+            session = {"port": JUPYTER_PORT, "url": session_path(job.project, job.name),
+                       "simulated": False}  # fmt: skip
+            others = [port for port in job.ports if port != JUPYTER_PORT]
+            return [session, *self.urls(replace(job, ports=tuple(others)))]
         return [
             {
                 "port": port,
@@ -103,6 +125,10 @@ class SimulatedAgent:
         """The job's phase, per-pod phases, progress and synthetic utilization at `now`."""
         now = now or self.clock()
         phase = self.phase(job, now)
+        message = ""
+        if phase == "Running" and self.has_session(job) and not self.sessions.ready(*job.key):
+            message = self.sessions.failure(*job.key) or ""
+            phase = "Failed" if message else "ContainerCreating"  # (not answering yet)
         pods = tuple(PodStatus(i, pod.node, phase) for i, pod in enumerate(job.placement))
         return JobStatus(
             project=job.project,
@@ -112,6 +138,7 @@ class SimulatedAgent:
             progress=self._progress(job, now),
             utilization=self._job_utilization(job, now) if phase == "Running" else None,
             simulated=True,
+            message=message,
         )
 
     def _running_s(self, job: JobSpec, now: datetime) -> float:

@@ -214,6 +214,9 @@ CELERY_TIMEZONE = "UTC"
 ALLOT_AGENT = envchoice("ALLOT_AGENT", "simulated", ("simulated", "kubernetes"))
 ALLOT_CYCLE_INTERVAL_S = envfloat("ALLOT_CYCLE_INTERVAL_S", 2.0, minimum=0.1)
 ALLOT_SIM_START_DELAY_S = envfloat("ALLOT_SIM_START_DELAY_S", 3.0)
+# Under the simulated agent, interactive jobs on port 8888 get a real local JupyterLab
+ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)
+ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")))
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)

@@ -18,6 +18,7 @@ TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/allot"
 
 os.environ.setdefault("DATABASE_URL", TEST_DATABASE_URL)
 os.environ.setdefault("ALLOT_SIM_START_DELAY_S", "0")
+os.environ.setdefault("ALLOT_SIM_JUPYTER", "0")  # the Jupyter tests turn real servers on
 os.environ.setdefault("ALLOT_EMBEDDED_CYCLE", "0")
 
 
@@ -30,6 +31,7 @@ def _configure_django() -> None:
     settings.DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
     _reset_connections()
     settings.ALLOT_SIM_START_DELAY_S = float(os.environ["ALLOT_SIM_START_DELAY_S"])
+    settings.ALLOT_SIM_JUPYTER = os.environ["ALLOT_SIM_JUPYTER"] not in ("0", "", "false")
     settings.ALLOT_EMBEDDED_CYCLE = os.environ["ALLOT_EMBEDDED_CYCLE"] not in ("0", "", "false")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

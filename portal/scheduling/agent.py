@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.base import Agent, JobSpec, PodSpec
+from agents.sessions import LocalSessions
 from agents.simulated import SimulatedAgent
 
 _agent: Agent | None = None
@@ -30,7 +31,10 @@ def get_agent() -> Agent:
 
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
-        return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S)
+        sessions = (
+            LocalSessions(settings.ALLOT_SESSIONS_DIR) if settings.ALLOT_SIM_JUPYTER else None
+        )
+        return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions)
     raise ImproperlyConfigured(
         f"ALLOT_AGENT={kind!r}: only the simulated agent exists so far (Kubernetes is step 6)"
     )

@@ -42,6 +42,10 @@ def reconcile(agent: Agent, state: ClusterState) -> Observation:
     missing = [holding[key].id for key in holding.keys() - seen.jobs.keys()]
     for values in Job.objects.filter(id__in=missing).values(*SPEC_FIELDS):
         agent.start(spec_from_values(values))
+    sessions = getattr(agent, "sessions", None)
+    for session in sessions.all() if sessions is not None else ():
+        if (session.project, session.name) not in holding:  # left by a process that died
+            sessions.stop(session.project, session.name)
     return agent.observe() if missing or seen.jobs.keys() - holding.keys() else seen
 
 

@@ -1,9 +1,11 @@
 """Routes of the pages; the REST API lives under /api/v1/ (portal.api)."""
 
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, re_path
 
-from portal.web import admin_pages, job_pages, views
+from portal.web import admin_pages, job_pages, sessions, views
+
+SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
@@ -31,4 +33,5 @@ urlpatterns = [
     path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),
     path("jobs/<str:project>/<str:name>/", job_pages.job_detail, name="job-detail"),
     path("jobs/<str:project>/<str:name>/stop/", job_pages.job_stop, name="job-stop"),
+    re_path(SESSION, sessions.session_proxy, name="session"),
 ]

@@ -73,12 +73,15 @@ class Server:
 
 
 @pytest.fixture
-def server(transactional_db, tmp_path):
-    """The portal as `make run` serves it, with a fast cycle, on the test database."""
+def server(transactional_db, tmp_path, settings):
+    """The portal as `make run` serves it, with a fast cycle, on the test database; real
+    JupyterLab sessions (in `tmp_path/sessions`, which this process reads too)."""
+    settings.ALLOT_SESSIONS_DIR = tmp_path / "sessions"
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
-        ALLOT_USAGE_SAMPLE_INTERVAL_S="1",
+        ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1",
+        ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"),
     )  # fmt: skip
     env.pop("REDIS_URL", None)
     server = Server(_free_port(), env, tmp_path / "daphne.log")

@@ -1,0 +1,192 @@
+"""`/sessions/{project}/{name}/…`: a job's Jupyter server, through the portal only.
+
+An HTTP reverse proxy (an async view) and a websocket proxy (a Channels consumer, for kernels).
+Both check the same thing first, through `portal.tenancy.access`: the user is signed in, may see
+the job (else 404, as everywhere), and may run code in the project (researchers and admins;
+viewers get 403). Only then is the request passed on, with the server's token added, so the
+token never reaches the browser and the server answers nobody who did not come through here.
+
+Under the simulated agent the server is a local JupyterLab (`agents.sessions`); under Kubernetes
+it is the pod's port 8888, reached through the job's Service (step 6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import quote
+
+import httpx
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+
+from agents.sessions import LocalSessions, Session
+from portal.tenancy import access
+
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
+    "transfer-encoding", "upgrade", "host", "content-length", "origin", "referer",
+})  # fmt: skip
+PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the notebook server
+TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+
+
+def sessions() -> LocalSessions:
+    """This machine's Jupyter sessions (the simulated agent's)."""
+    return LocalSessions(settings.ALLOT_SESSIONS_DIR)
+
+
+def find_session(user, project: str, name: str) -> tuple[object, Session | None]:
+    """(job, its session or None) after the access checks: 404 when the job is not visible,
+    403 when the user may not run code in its project."""
+    job = access.get_job_for(user, project, name)
+    if not access.can_submit(user, job.project):
+        raise PermissionDenied(f"Only {project}'s researchers and admins may open its sessions.")
+    return job, sessions().get(project, name)
+
+
+def _cookies_without_portal(header: str) -> str:
+    parts = [part.strip() for part in header.split(";") if part.strip()]
+    return "; ".join(p for p in parts if p.split("=", 1)[0].strip() not in PORTAL_COOKIES)
+
+
+def upstream_headers(headers, token: str) -> dict[str, str]:
+    """The browser's headers to pass on: hop-by-hop ones and the portal's cookies removed, the
+    server's token added."""
+    passed = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+    passed.pop("Cookie", None)
+    cookie = _cookies_without_portal(headers.get("Cookie", ""))
+    if cookie:
+        passed["Cookie"] = cookie
+    passed["Authorization"] = f"token {token}"
+    passed["Accept-Encoding"] = "identity"  # bodies the proxy can read (see _without_token)
+    return passed
+
+
+# CSRF: the portal's session cookie is SameSite=Lax, so another site's POST arrives without it
+# and is sent to the login page; Jupyter's own requests carry no Django CSRF token.
+@csrf_exempt
+async def session_proxy(request: HttpRequest, project: str, name: str, path: str = ""):
+    """Pass one HTTP request to the job's Jupyter server and stream its answer back."""
+    user = await request.auser()
+    if not user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    job, session = await sync_to_async(find_session)(user, project, name)
+    if session is None or not job.holds_gpus:
+        return await sync_to_async(_not_running)(request, job)
+    url = f"http://127.0.0.1:{session.port}{quote(request.path)}"
+    if request.META.get("QUERY_STRING"):
+        url += "?" + request.META["QUERY_STRING"]
+    client = httpx.AsyncClient(timeout=TIMEOUT)
+    try:
+        upstream = await client.send(
+            client.build_request(request.method, url,
+                                 headers=upstream_headers(request.headers, session.token),
+                                 content=request.body),
+            stream=True,
+        )  # fmt: skip
+    except httpx.ConnectError:  # restarting: the waiting page retries by itself
+        await client.aclose()
+        return await sync_to_async(_not_running)(request, job)
+    except httpx.HTTPError as exc:
+        await client.aclose()
+        return HttpResponse(f"The Jupyter server of {project}/{name} did not answer: {exc}",
+                            status=502, content_type="text/plain")  # fmt: skip
+
+    headers = [(k, v) for k, v in upstream.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+    if upstream.headers.get("content-type", "").startswith("text/html"):
+        page = await upstream.aread()
+        await upstream.aclose()
+        await client.aclose()
+        response = HttpResponse(_without_token(page, session.token), status=upstream.status_code)
+        for key, value in headers:
+            response.headers[key] = value
+        return response
+
+    async def body():
+        try:
+            async for chunk in upstream.aiter_raw():
+                yield chunk
+        finally:
+            await upstream.aclose()
+            await client.aclose()
+
+    response = StreamingHttpResponse(body(), status=upstream.status_code)
+    for key, value in headers:
+        response.headers[key] = value  # (Set-Cookie: the last one wins, Jupyter sets one)
+    return response
+
+
+def _without_token(page: bytes, token: str) -> bytes:
+    """JupyterLab writes its server's token into the page's config; the browser must not get it
+    (the proxy adds it to every request, so the page works without)."""
+    return page.replace(token.encode(), b"")
+
+
+def _not_running(request: HttpRequest, job) -> HttpResponse:
+    return render(request, "web/session_waiting.html", {"job": job}, status=503)
+
+
+class SessionProxyConsumer(AsyncWebsocketConsumer):
+    """A websocket of the job's Jupyter server (kernels, events), relayed both ways."""
+
+    upstream = None
+    relay: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        kwargs = self.scope["url_route"]["kwargs"]
+        if user is None or not user.is_authenticated:
+            await self.close()
+            return
+        try:
+            _, session = await sync_to_async(find_session)(user, kwargs["project"], kwargs["name"])
+        except Exception:  # 404 / 403: refuse the handshake, say nothing more
+            session = None
+        if session is None:
+            await self.close()
+            return
+        from websockets.asyncio.client import connect
+
+        path = quote(self.scope["path"])
+        query = self.scope.get("query_string", b"").decode()
+        url = f"ws://127.0.0.1:{session.port}{path}" + (f"?{query}" if query else "")
+        try:
+            self.upstream = await connect(
+                url, additional_headers={"Authorization": f"token {session.token}"},
+                subprotocols=self.scope.get("subprotocols") or None, max_size=None,
+                origin=f"http://127.0.0.1:{session.port}",
+            )  # fmt: skip
+        except Exception:
+            await self.close()
+            return
+        await self.accept(subprotocol=self.upstream.subprotocol)
+        self.relay = asyncio.create_task(self._relay())
+
+    async def _relay(self) -> None:
+        try:
+            async for message in self.upstream:
+                if isinstance(message, bytes):
+                    await self.send(bytes_data=message)
+                else:
+                    await self.send(text_data=message)
+        except Exception:
+            pass
+        await self.close()
+
+    async def receive(self, text_data=None, bytes_data=None) -> None:
+        if self.upstream is not None:
+            await self.upstream.send(bytes_data if bytes_data is not None else text_data)
+
+    async def disconnect(self, code: int) -> None:
+        if self.relay is not None:
+            self.relay.cancel()
+        if self.upstream is not None:
+            with contextlib.suppress(Exception):
+                await self.upstream.close()

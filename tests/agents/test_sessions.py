@@ -1,0 +1,64 @@
+"""Local JupyterLab servers of the simulated cluster: one per job, found by every process,
+stopped for good, and a crash reported instead of waited on forever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from agents.base import JobSpec, PodSpec
+from agents.sessions import LocalSessions
+from agents.simulated import SimulatedAgent
+
+pytestmark = pytest.mark.slow
+
+
+def wait(predicate, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_session_starts_once_answers_and_stops(tmp_path):
+    sessions = LocalSessions(tmp_path)
+    first = sessions.start("team-e", "nb")
+    assert sessions.start("team-e", "nb").pid == first.pid  # idempotent
+    assert LocalSessions(tmp_path).get("team-e", "nb") == first  # another process sees it
+    assert first.base_url == "/sessions/team-e/nb/"
+    assert wait(lambda: sessions.ready("team-e", "nb"))
+    assert sessions.stop("team-e", "nb")
+    assert sessions.get("team-e", "nb") is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(first.pid, 0)
+    assert not sessions.stop("team-e", "nb")
+
+
+def test_a_crashed_server_is_a_failure_with_its_last_words(tmp_path):
+    sessions = LocalSessions(tmp_path)
+    session = sessions.start("team-e", "crash")
+    os.killpg(session.pid, signal.SIGKILL)
+    assert wait(lambda: sessions.failure("team-e", "crash") is not None, 10)
+    assert "exited" in sessions.failure("team-e", "crash")
+    sessions.stop("team-e", "crash")
+
+
+def test_the_simulated_agent_runs_jupyter_jobs_for_real(tmp_path):
+    agent = SimulatedAgent(sessions=LocalSessions(tmp_path))
+    spec = JobSpec("team-e", "nb", (PodSpec("n1", (0,), 0.5),), datetime.now(UTC),
+                   type="interactive", gpus=0.5, ports=(8888,))  # fmt: skip
+    train = JobSpec("team-e", "train", (PodSpec("n1", (1,)),), datetime.now(UTC), ports=(8888,))
+    agent.start(spec)
+    agent.start(train)
+    assert agent.sessions.get("team-e", "train") is None  # only interactive jobs
+    assert agent.status(spec).phase in ("ContainerCreating", "Running")
+    assert wait(lambda: agent.status(spec).phase == "Running")
+    assert agent.urls(spec) == [{"port": 8888, "url": "/sessions/team-e/nb/", "simulated": False}]
+    agent.stop("team-e", "nb")
+    assert agent.sessions.get("team-e", "nb") is None

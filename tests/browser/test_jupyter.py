@@ -1,0 +1,112 @@
+"""Step 4 end to end in Chromium: an admin makes team-e and adds a researcher, who launches
+Jupyter on half a GPU and computes 6*7 in a notebook through the portal's proxy; a user outside
+team-e gets 404 on the same URL; Stop ends the server process."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from agents.sessions import LocalSessions
+from tests.browser.conftest import sign_in
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def sign_out(page) -> None:
+    page.get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/login/")
+
+
+def test_a_researcher_runs_6_times_7_in_jupyter_through_the_portal(
+    page, server, cluster_admin, member, outsider, nodes, artifacts, settings
+):
+    # the admin creates team-e with quota 2 and adds bob as a researcher
+    sign_in(page, server, "root")
+    page.goto(server.url + "/projects/new/")
+    page.get_by_label("Name").fill("team-e")
+    page.get_by_label("GPU quota").fill("2")
+    page.get_by_role("button", name="Save").click()
+    page.wait_for_url(server.url + "/projects/team-e/")
+    page.get_by_label("Username").fill("bob")
+    page.get_by_label("Role").select_option("researcher")
+    page.get_by_role("button", name="Add member").click()
+    expect(page.locator('#members tr[data-member="bob"]')).to_contain_text("researcher")
+    sign_out(page)
+
+    # bob launches Jupyter on 0.5 GPU and opens it through the portal
+    sign_in(page, server, "bob")
+    page.goto(server.url + "/jupyter/new/")
+    page.get_by_label("Project").select_option("team-e")
+    page.get_by_label("GPUs").fill("0.5")
+    launched = time.monotonic()
+    page.get_by_role("button", name="Launch Jupyter").click()
+    page.wait_for_url(server.url + "/jobs/team-e/jupyter-bob/")
+    page.locator("#open-session").click()
+    page.wait_for_url("**/sessions/team-e/jupyter-bob/lab**", timeout=30_000)
+    page.locator("#jupyter-config-data").wait_for(state="attached", timeout=30_000)
+    print(f"JupyterLab page served {time.monotonic() - launched:.1f} s after Launch")
+    launcher = page.locator('.jp-LauncherCard[data-category="Notebook"]').first
+    launcher.wait_for(timeout=30_000)
+    usable_s = time.monotonic() - launched
+    page.screenshot(path=artifacts / "jupyter-lab-through-portal.png")
+    launcher.click()
+    editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content").first
+    editor.wait_for(timeout=30_000)
+    expect(
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first
+    ).to_be_attached(timeout=60_000)
+    editor.click()
+    page.keyboard.type("6*7")
+    output = page.locator(".jp-OutputArea-output").first
+    for attempt in range(3):  # JupyterLab may still be swapping in the notebook's kernel
+        page.locator(".jp-Cell").first.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(output).to_have_text("42", timeout=10_000)
+            break
+        except AssertionError:
+            page.screenshot(path=artifacts / f"jupyter-6x7-attempt-{attempt}.png")
+    expect(output).to_have_text("42")
+    print(f"6*7 shown after {attempt + 1} attempt(s)")
+    page.screenshot(path=artifacts / "jupyter-6x7.png")
+    print(f"Jupyter usable through the portal {usable_s:.1f} s after Launch")
+
+    # the token stays in the portal; a user outside team-e gets 404 on the same URL
+    assert LocalSessions(settings.ALLOT_SESSIONS_DIR).get("team-e", "jupyter-bob").token not in (
+        page.content()
+    )
+    other = page.context.browser.new_context()
+    intruder = other.new_page()
+    sign_in(intruder, server, "eve")
+    answer = intruder.goto(server.url + "/sessions/team-e/jupyter-bob/lab")
+    assert answer.status == 404
+    other.close()
+
+    # Stop ends the server process
+    session = LocalSessions(settings.ALLOT_SESSIONS_DIR).get("team-e", "jupyter-bob")
+    page.goto(server.url + "/jobs/team-e/jupyter-bob/")
+    stopped = time.monotonic()
+    page.get_by_role("button", name="Stop").click()
+    page.wait_for_url(server.url + "/jobs/")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(session.pid):
+        time.sleep(0.05)
+    assert not _alive(session.pid), "the Jupyter server still runs after Stop"
+    print(f"Jupyter stopped {time.monotonic() - stopped:.2f} s after Stop")
+    assert page.request.get(server.url + "/sessions/team-e/jupyter-bob/lab").status == 404
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie of the server process counts as gone
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
