@@ -244,3 +244,33 @@ def test_a_slow_overview_build_stretches_the_interval_to_five_times_its_cost(mon
     assert not publish.publish_overview(changed=True)
     now[0] = 102.1
     assert publish.publish_overview(changed=False)  # the owed change goes out
+
+
+def test_a_jupyter_session_past_the_time_limit_is_stopped_with_its_server(clock, tmp_path):
+    """The session's server process ends in the cycle that applies the limit (frozen clock)."""
+    import sys
+    from pathlib import Path
+
+    from agents.sessions import LocalSessions
+    from agents.simulated import SimulatedAgent
+    from tests.portal.scheduling.conftest import Cluster
+
+    sleeper = (sys.executable, "-c", "import time; time.sleep(120)")  # stands in for JupyterLab
+    sessions = LocalSessions(tmp_path, command=sleeper)
+    cluster = Cluster(SimulatedAgent(start_delay_s=0, clock=clock, sessions=sessions))
+    cluster.node("n1", 2)
+    cluster.project("team-a", 2, interactive_time_limit_s=600)
+    cluster.submit("team-a", "nb", gpus=0.5, type="interactive", ports=[8888])
+    cluster.cycle()
+    server = sessions.get("team-a", "nb")
+    assert server is not None
+    clock.advance(599)
+    cluster.cycle()
+    assert sessions.get("team-a", "nb") is not None
+    clock.advance(1)
+    cluster.cycle()
+    assert cluster.job("team-a", "nb").status == Status.FAILED
+    assert "interactive time limit of 600 s" in JobEvent.objects.get(kind="stopped").message
+    assert sessions.get("team-a", "nb") is None
+    stat = Path(f"/proc/{server.pid}/stat")
+    assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z"

@@ -1,6 +1,5 @@
-"""Every page with four personas: the site admin, a researcher and a viewer of team-a, and an
-outsider (a researcher of team-b). Pages ask the same access helpers as the API: a project or job
-the user may not see is a 404, an action their role does not allow is a 403."""
+"""Pages and roles beyond the status table of tests/portal/test_tenancy_matrix.py: anonymous
+visitors, names that must not leak, forms a role is not offered, the project admin's rights."""
 
 import pytest
 from django.test import Client
@@ -23,30 +22,6 @@ def browser(user) -> Client:
     return client
 
 
-READ = {  # path -> status for admin, researcher, viewer, outsider
-    "/": (200, 200, 200, 200),
-    "/analytics/": (200, 200, 200, 200),
-    "/me/": (200, 200, 200, 200),
-    "/jobs/": (200, 200, 200, 200),
-    "/jobs/new/": (200, 200, 200, 200),
-    "/jupyter/new/": (200, 200, 200, 200),
-    "/projects/": (200, 200, 200, 200),
-    "/nodes/": (200, 200, 200, 200),
-    "/users/": (200, 403, 403, 403),
-    "/projects/new/": (200, 403, 403, 403),
-    "/projects/team-a/": (200, 200, 200, 404),
-    "/projects/team-a/edit/": (200, 403, 403, 404),
-    "/jobs/team-a/secret-run/": (200, 200, 200, 404),
-}
-PERSONAS = ("admin", "researcher", "viewer", "outsider")
-
-
-@pytest.mark.parametrize("path", READ)
-def test_each_persona_gets_the_right_answer_for_each_page(world, path):
-    got = tuple(browser(world[p]).get(path).status_code for p in PERSONAS)
-    assert got == READ[path]
-
-
 @pytest.mark.parametrize("path", ["/", "/jobs/", "/projects/", "/nodes/", "/analytics/"])
 def test_anonymous_visitors_are_sent_to_sign_in(db, path):
     response = Client().get(path)
@@ -58,22 +33,6 @@ def test_the_outsider_never_sees_team_a_names_on_any_page(world):
     for path in ("/", "/jobs/", "/projects/", "/nodes/", "/jobs/new/", "/me/"):
         text = client.get(path).content.decode()
         assert "secret-run" not in text and "team-a" not in text, path
-
-
-WRITE = [  # (path, form, statuses for admin, researcher, viewer, outsider)
-    ("/jobs/team-a/secret-run/stop/", {}, (302, 302, 403, 404)),
-    ("/projects/team-a/members/", {"username": "eve", "role": "viewer"}, (302, 403, 403, 404)),
-    ("/projects/team-a/delete/", {}, (302, 403, 403, 404)),
-    ("/nodes/dgx1-2/", {"action": "cordon"}, (302, 403, 403, 403)),
-    ("/users/", {"username": "x"}, (200, 403, 403, 403)),
-]
-
-
-@pytest.mark.parametrize(("path", "form", "expected"), WRITE)
-@pytest.mark.parametrize("index", range(4))
-def test_each_persona_may_or_may_not_change_things(world, path, form, expected, index):
-    response = browser(world[PERSONAS[index]]).post(path, form)
-    assert response.status_code == expected[index]
 
 
 def test_a_viewer_is_not_offered_stop_or_member_forms(world):

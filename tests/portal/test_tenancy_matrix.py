@@ -1,0 +1,160 @@
+"""Who may do what, endpoint by endpoint and page by page: one table, four personas.
+
+The personas (STYLE.md): the site admin (`root`), a researcher of team-a (`bob`), a viewer of
+team-a (`vera`) and an outsider, a researcher of team-b (`eve`). Outsiders get 404 (or lists
+without team-a), viewers cannot write, researchers cannot change quotas or members; a bad
+token gets 401. Every REST route and every page must have a row: a new one without a row fails
+`test_every_route_has_a_row`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+pytestmark = pytest.mark.django_db
+PERSONAS = ("admin", "researcher", "viewer", "outsider")
+A = "/api/v1"
+
+# (route name, method, path, body, statuses for admin, researcher, viewer, outsider)
+REST = [
+    ("node-list", "get", f"{A}/nodes/", None, (200, 200, 200, 200)),
+    ("node-list", "post", f"{A}/nodes/", {"name": "n9", "gpus": 8}, (201, 403, 403, 403)),
+    ("node-detail", "get", f"{A}/nodes/dgx1-1/", None, (200, 200, 200, 200)),
+    ("node-detail", "patch", f"{A}/nodes/dgx1-2/", {"pool": "default"}, (200, 403, 403, 403)),
+    ("node-detail", "delete", f"{A}/nodes/dgx1-2/", None, (204, 403, 403, 403)),
+    ("project-list", "get", f"{A}/projects/", None, (200, 200, 200, 200)),
+    ("project-list", "post", f"{A}/projects/", {"name": "p9", "quota": 1}, (201, 403, 403, 403)),
+    ("project-detail", "get", f"{A}/projects/team-a/", None, (200, 200, 200, 404)),
+    ("project-detail", "patch", f"{A}/projects/team-a/", {"quota": 5}, (200, 403, 403, 404)),
+    ("project-detail", "delete", f"{A}/projects/team-a/", None, (409, 403, 403, 404)),
+    ("member-list", "get", f"{A}/projects/team-a/members/", None, (200, 200, 200, 404)),
+    ("member-list", "post", f"{A}/projects/team-a/members/", {"username": "eve"},
+     (201, 403, 403, 404)),
+    ("member-detail", "delete", f"{A}/projects/team-a/members/vera/", None, (204, 403, 403, 404)),
+    ("user-list", "get", f"{A}/users/", None, (200, 403, 403, 403)),
+    ("user-list", "post", f"{A}/users/", {"username": "zed", "password": "a-long-pass-42"},
+     (201, 403, 403, 403)),
+    ("job-list", "get", f"{A}/jobs/", None, (200, 200, 200, 200)),
+    ("job-list", "post", f"{A}/jobs/", {"project": "team-a", "name": "new", "gpus": 1},
+     (201, 201, 403, 404)),
+    ("job-detail", "get", f"{A}/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
+    ("job-detail", "delete", f"{A}/jobs/team-a/secret-run/", None, (204, 204, 403, 404)),
+    ("job-events", "get", f"{A}/jobs/team-a/secret-run/events/", None, (200, 200, 200, 404)),
+    ("job-logs", "get", f"{A}/jobs/team-a/secret-run/logs/", None, (200, 200, 200, 404)),
+    ("job-shell", "post", f"{A}/jobs/team-a/secret-run/shell/", None, (409, 409, 403, 404)),
+    ("overview", "get", f"{A}/overview/", None, (200, 200, 200, 200)),
+    ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
+    ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
+    ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),
+]  # fmt: skip
+
+# (route name, method, path, form, statuses for admin, researcher, viewer, outsider)
+PAGES = [
+    ("overview", "get", "/", None, (200, 200, 200, 200)),
+    ("analytics", "get", "/analytics/", None, (200, 200, 200, 200)),
+    ("login", "get", "/login/", None, (302, 302, 302, 302)),  # signed in already: onwards
+    ("logout", "post", "/logout/", {}, (302, 302, 302, 302)),
+    ("me", "get", "/me/", None, (200, 200, 200, 200)),
+    ("projects", "get", "/projects/", None, (200, 200, 200, 200)),
+    ("project-new", "get", "/projects/new/", None, (200, 403, 403, 403)),
+    ("project-detail", "get", "/projects/team-a/", None, (200, 200, 200, 404)),
+    ("project-edit", "get", "/projects/team-a/edit/", None, (200, 403, 403, 404)),
+    ("project-edit", "post", "/projects/team-a/edit/", {"quota": "5"}, (302, 403, 403, 404)),
+    ("project-delete", "post", "/projects/team-a/delete/", {}, (302, 403, 403, 404)),
+    ("member-add", "post", "/projects/team-a/members/", {"username": "eve"},
+     (302, 403, 403, 404)),
+    ("member-remove", "post", "/projects/team-a/members/vera/remove/", {},
+     (302, 403, 403, 404)),
+    ("nodes", "get", "/nodes/", None, (200, 200, 200, 200)),
+    ("nodes", "post", "/nodes/", {"name": "n9", "gpus": "8"}, (302, 403, 403, 403)),
+    ("node-update", "post", "/nodes/dgx1-2/", {"action": "cordon"}, (302, 403, 403, 403)),
+    ("users", "get", "/users/", None, (200, 403, 403, 403)),
+    ("user-password", "post", "/users/bob/password/", {"password": "a-long-pass-42"},
+     (302, 403, 403, 403)),
+    ("jobs", "get", "/jobs/", None, (200, 200, 200, 200)),
+    ("job-new", "get", "/jobs/new/", None, (200, 200, 200, 200)),
+    ("job-new", "post", "/jobs/new/", {"project": "team-a", "name": "new", "gpus": "1"},
+     (302, 302, 200, 200)),  # viewer and outsider: the form again, saying why
+    ("jupyter-new", "get", "/jupyter/new/", None, (200, 200, 200, 200)),
+    ("job-detail", "get", "/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
+    ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 302, 403, 404)),
+    ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 503, 403, 404)),
+]  # fmt: skip
+
+
+@pytest.fixture
+def world(api, cluster_admin, nodes, team_a, team_b, member, viewer, outsider):
+    admin = api(cluster_admin)
+    for body in ({"project": "team-a", "name": "secret-run", "gpus": 1},
+                 {"project": "team-b", "name": "b-run", "gpus": 1}):  # fmt: skip
+        assert admin.post("/api/v1/jobs/", body, format="json").status_code == 201
+    return dict(zip(PERSONAS, (cluster_admin, member, viewer, outsider), strict=True))
+
+
+def _cases(table):
+    return [
+        pytest.param(row, index, id=f"{row[1]} {row[2]} as {PERSONAS[index]}")
+        for row in table
+        for index in range(4)
+    ]
+
+
+@pytest.mark.parametrize(("row", "index"), _cases(REST))
+def test_rest(world, api, row, index):
+    _, method, path, body, expected = row
+    client = api(world[PERSONAS[index]])
+    response = getattr(client, method)(path, body, format="json")
+    assert response.status_code == expected[index], response.content[:300]
+    if PERSONAS[index] == "outsider" and response.status_code < 300:  # (a 404 echoes the path)
+        assert b"secret-run" not in response.content and b'"team-a"' not in response.content
+
+
+@pytest.mark.parametrize(("row", "index"), _cases(PAGES))
+def test_pages(world, row, index):
+    _, method, path, form, expected = row
+    client = Client()
+    client.force_login(world[PERSONAS[index]])
+    response = getattr(client, method)(path, form) if form is not None else client.get(path)
+    assert response.status_code == expected[index]
+    if PERSONAS[index] == "outsider" and response.status_code == 200:
+        assert b"secret-run" not in response.content
+
+
+@pytest.mark.parametrize(
+    "row", [r for r in REST if r[0] != "auth-token"], ids=lambda row: f"{row[1]} {row[2]}"
+)
+def test_a_bad_token_gets_401_everywhere_but_the_public_login(world, api, row):
+    _, method, path, body, _ = row
+    client = api()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    response = getattr(client, method)(path, body, format="json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize("row", REST, ids=lambda row: f"{row[1]} {row[2]}")
+def test_no_credentials_get_401_except_the_login(world, api, row):
+    name, method, path, body, _ = row
+    response = getattr(api(), method)(path, body, format="json")
+    assert response.status_code == (400 if name == "auth-token" else 401)
+
+
+def _names(patterns, prefix="") -> set[str]:
+    names = set()
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            names |= _names(pattern.url_patterns)
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            names.add(pattern.name)
+    return names
+
+
+def test_every_route_has_a_row():
+    from portal.api import urls as api_urls
+    from portal.web import urls as web_urls
+
+    assert _names(api_urls.urlpatterns) == {row[0] for row in REST}
+    assert _names(web_urls.urlpatterns) == {row[0] for row in PAGES}
+    assert get_resolver() is not None
