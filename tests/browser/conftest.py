@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agents.sessions import LocalSessions
 from tests.portal.scheduling.test_concurrency import _test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,14 +74,16 @@ class Server:
 
 
 @pytest.fixture
-def server(transactional_db, tmp_path, settings):
-    """The portal as `make run` serves it, with a fast cycle, on the test database; real
-    JupyterLab sessions (in `tmp_path/sessions`, which this process reads too)."""
+def server(transactional_db, tmp_path, settings, request):
+    """The portal as `make run` serves it, with a fast cycle, on the test database. Tests
+    marked `jupyter` get real JupyterLab sessions (in `tmp_path/sessions`, which this process
+    reads too); they are all stopped at the end."""
     settings.ALLOT_SESSIONS_DIR = tmp_path / "sessions"
+    jupyter = request.node.get_closest_marker("jupyter") is not None
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
-        ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1",
+        ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1" if jupyter else "0",
         ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"),
     )  # fmt: skip
     env.pop("REDIS_URL", None)
@@ -88,6 +91,9 @@ def server(transactional_db, tmp_path, settings):
     server.start()
     yield server
     server.stop()
+    sessions = LocalSessions(tmp_path / "sessions")
+    for session in sessions.all():  # like pods, sessions outlive the web process: end them
+        sessions.stop(session.project, session.name)
 
 
 @pytest.fixture(scope="module")

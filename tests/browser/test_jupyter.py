@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from agents.sessions import LocalSessions
 from tests.browser.conftest import sign_in
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
 
 
 def sign_out(page) -> None:
