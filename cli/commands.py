@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from datetime import UTC, datetime
 
 import click
@@ -44,6 +45,7 @@ def age(stamp: str | None) -> str:
 
 
 def urls_of(job: dict) -> str:
+    """A job's service URLs, comma-separated ('-' when it exposes none)."""
     return ", ".join(u.get("url", "") for u in job.get("urls") or []) or "-"
 
 
@@ -51,6 +53,7 @@ class Group(click.Group):
     """Prints CliError plainly on stderr with exit status 1 — never a traceback."""
 
     def invoke(self, ctx):
+        """Run the command; a CliError becomes 'Error: ...' on stderr and exit status 1."""
         try:
             return super().invoke(ctx)
         except CliError as exc:
@@ -66,13 +69,29 @@ def cli():
 @cli.command()
 @click.argument("url")
 @click.option("--token", help="an API token (from your user page or `manage.py issue_token`)")
-def login(url, token):
-    """Store the portal URL and your token (in a file only you can read)."""
+@click.option("-u", "--username", help="sign in with your username and password instead")
+@click.option("--password-stdin", is_flag=True, help="read the password from standard input")
+def login(url, token, username, password_stdin):
+    """Store the portal URL and your API token (in a file only you can read).
+
+    With --token the token is checked and stored; otherwise your username and password are
+    exchanged for your token (the password itself is never stored)."""
+    if token and (username or password_stdin):
+        raise click.UsageError("give either --token or a username and password, not both")
+    who = ""
     if not token:
-        token = click.prompt("API token", hide_input=True)
-    user = Api(url, token).call("GET", "projects/", params={"page_size": 1})
+        username = username or click.prompt("Username")
+        if password_stdin:
+            password = sys.stdin.readline().rstrip("\r\n")
+        else:
+            password = click.prompt("Password", hide_input=True)
+        answer = Api(url, None).call("POST", "auth/token/",
+                                     json={"username": username, "password": password})  # fmt: skip
+        token, who = answer["token"], f" as {answer['username']}"
+    visible = Api(url, token).call("GET", "projects/", params={"page_size": 1})
     path = config.write({"url": url.rstrip("/"), "token": token})
-    click.echo(f"Logged in to {url} ({user['count']} project(s) visible); saved to {path}")
+    click.echo(f"Logged in to {url}{who} ({visible['count']} project(s) visible); "
+               f"token saved to {path}")  # fmt: skip
 
 
 @cli.group()
@@ -98,7 +117,8 @@ def project_list(as_json):
         click.echo(json.dumps(projects, indent=2))
         return
     default = config.current().project
-    table = Table("PROJECT", "QUOTA", "ALLOCATED", "FAIR SHARE", "RUNNING", "PENDING", box=None)
+    table = Table("PROJECT", "QUOTA", "ALLOCATED", "FAIR-SHARE", "RUNNING", "PENDING", box=None,
+                  pad_edge=False)  # fmt: skip
     for p in projects:
         mark = " (default)" if p["name"] == default else ""
         table.add_row(
@@ -113,6 +133,7 @@ def project_list(as_json):
 
 
 def parse_env(values) -> dict:
+    """-e KEY=VALUE options as a dict (a usage error, exit 2, for an item without '=')."""
     env = {}
     for item in values:
         key, sep, value = item.partition("=")
@@ -123,6 +144,7 @@ def parse_env(values) -> dict:
 
 
 def parse_pvc(values) -> list:
+    """--pvc CLAIM:PATH[:ro] options as the API's volumes (a usage error for a bad item)."""
     volumes = []
     for item in values:
         claim, sep, path = item.partition(":")
@@ -163,8 +185,11 @@ def parse_pvc(values) -> list:
 )
 @click.option("--pvc", multiple=True, help="CLAIM:PATH[:ro] (repeat)")
 @click.option("--priority", type=int, default=None, help="priority among your project's jobs")
+@click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
+@click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
+              help="seconds --wait waits at most")  # fmt: skip
 def submit(name, project, image, gpus, pods, interactive, command, args, environment, ports,
-           service_type, pvc, priority):  # fmt: skip
+           service_type, pvc, priority, wait, timeout):  # fmt: skip
     """Submit job NAME (Pending until the scheduler starts it)."""
     body = {
         "project": project_of(project), "name": name, "image": image, "gpus": gpus,
@@ -173,9 +198,50 @@ def submit(name, project, image, gpus, pods, interactive, command, args, environ
         "ports": list(ports), "service_type": service_type, "volumes": parse_pvc(pvc),
         "priority": priority,
     }  # fmt: skip
-    job = api().call("POST", "jobs/", json=body)
+    client = api()
+    job = client.call("POST", "jobs/", json=body)
     click.echo(f"The job '{job['name']}' has been submitted successfully ({job['status']}).")
-    click.echo(f"You can run `allot get {job['name']} -p {job['project']}` to check its status.")
+    if wait:
+        wait_for_start(client, job, timeout)
+    else:
+        click.echo(
+            f"You can run `allot get {job['name']} -p {job['project']}` to check its status."
+        )
+
+
+RUNNING, FINISHED = "Running", ("Succeeded", "Failed")
+
+
+def why_not_running(job: dict) -> str:
+    """Why a job that is not running yet is not: the scheduler's reason, or its stage."""
+    if job["status"] == "ContainerCreating":
+        return f"placed on {', '.join(job['nodes']) or 'its node'}; its containers are starting"
+    return job["pending_reason"] or "not scheduled yet: waiting for the next scheduling cycle"
+
+
+def wait_for_start(client: Api, job: dict, timeout: float, poll_s: float = 0.5) -> None:
+    """Follow the job with a spinner on stderr until it runs (return) or fails, ends or the time
+    is up (CliError saying why: its last event, or the scheduler's reason for waiting)."""
+    path = f"jobs/{job['project']}/{job['name']}/"
+    deadline = time.monotonic() + timeout
+    err = Console(stderr=True, highlight=False)
+    with err.status(f"{job['name']}: {job['status']}") as spinner:
+        while True:
+            job = client.call("GET", path)
+            if job["status"] == RUNNING:
+                break
+            if job["status"] in FINISHED:
+                events = client.all(f"{path}events/")
+                last = events[-1]["message"] if events else "no event recorded"
+                raise CliError(f"job {job['project']}/{job['name']} is {job['status']} and "
+                               f"never seen Running: {last}")  # fmt: skip
+            reason = why_not_running(job)
+            if time.monotonic() >= deadline:
+                raise CliError(f"job {job['project']}/{job['name']} is still {job['status']} "
+                               f"after {timeout:g} s: {reason}")  # fmt: skip
+            spinner.update(f"{job['name']}: {job['status']} ({reason})")
+            time.sleep(poll_s)
+    click.echo(f"The job '{job['name']}' is Running on {', '.join(job['nodes'])}.")
 
 
 @cli.command("list")
@@ -190,7 +256,7 @@ def list_jobs(project, all_projects, as_json):
         click.echo(json.dumps(jobs, indent=2))
         return
     table = Table("NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER", "GPUs",
-                  "SERVICE URL(S)", box=None)  # fmt: skip
+                  "SERVICE URL(S)", box=None, pad_edge=False)  # fmt: skip
     for j in jobs:
         table.add_row(j["name"], j["status"], age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
                       j["image"] or "-", j["project"], j["user"] or "-",
@@ -221,7 +287,7 @@ def get(name, project, as_json):
             f"WAITING {job['wait_s']:g} s BECAUSE: {job['pending_reason'] or 'not yet scheduled'}"
         )
     click.echo(f"SERVICE URL(S): {urls_of(job)}\n\nEVENTS:")
-    table = Table("TIME", "KIND", "MESSAGE", box=None)
+    table = Table("TIME", "KIND", "MESSAGE", box=None, pad_edge=False)
     for e in events:
         table.add_row(e["time"][11:19], e["kind"], e["message"])
     out.print(table)
@@ -234,8 +300,6 @@ def get(name, project, as_json):
 @click.option("-f", "--follow", is_flag=True, help="keep printing new lines")
 def logs(name, project, tail, follow):
     """A job's log lines (marked when the cluster is simulated)."""
-    import time
-
     client, project = api(), project_of(project)
     seen: list[str] = []
     while True:
@@ -268,6 +332,83 @@ def delete(names, project):
     for name in names:
         client.call("DELETE", f"jobs/{project}/{name}/")
         click.echo(f"The job '{name}' has been deleted")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+def bash(name, project):
+    """A shell in a running job's first pod, where the cluster can give one.
+
+    The portal says when it cannot (the job is not Running, you may only view the project, or
+    the cluster is simulated). Where it can, the shell is a websocket bridge of the Kubernetes
+    agent, which this version of allot cannot open yet: it says so and exits with status 1."""
+    client, project = api(), project_of(project)
+    answer = client.call("POST", f"jobs/{project}/{name}/shell/")
+    pod = answer.get("pod") or f"{name}-0"
+    raise CliError(
+        f"the portal offers a shell in pod {pod} of {project}/{name} over its websocket "
+        f"{answer.get('websocket')}, but interactive shells over the portal need the Kubernetes "
+        "agent's websocket bridge, which this version of allot cannot open yet. With access to "
+        f"the cluster, `kubectl exec -it -n allot-{project} {pod} -- bash` gives the same shell."
+    )
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="print the overview as JSON")
+@click.option("--watch", type=click.FloatRange(min=0.5), default=None, metavar="SECONDS",
+              help="refresh every SECONDS until Ctrl-C")  # fmt: skip
+def top(as_json, watch):
+    """Cluster tiles, and each project's quota, fair share, allocation, jobs and utilization."""
+    client = api()
+    if as_json:
+        click.echo(json.dumps(client.call("GET", "overview/"), indent=2))
+        return
+    if watch is None:
+        out.print(top_view(client.call("GET", "overview/")))
+        return
+    from rich.live import Live
+
+    with Live(top_view(client.call("GET", "overview/")), console=out, auto_refresh=False) as live:
+        try:
+            while True:
+                time.sleep(watch)
+                live.update(top_view(client.call("GET", "overview/")), refresh=True)
+        except KeyboardInterrupt:
+            pass
+
+
+def percent(value: float | None, simulated: bool) -> str:
+    """A utilization share as '42%' ('-' when unmeasured), with ' sim' when it is synthetic."""
+    if value is None:
+        return "-"
+    return f"{round(value * 100)}%" + (" sim" if simulated else "")
+
+
+def top_view(overview: dict):
+    """The overview's tiles as a line, then a table of projects (over-quota GPUs marked)."""
+    from rich.console import Group as Lines
+    from rich.text import Text
+
+    c = overview["cluster"]
+    simulated = " (simulated cluster)" if overview.get("simulated") else ""
+    tiles = Text(
+        f"NODES {c['ready_nodes']}/{c['nodes']} ready   "
+        f"GPUs {c['allocated_gpus']:g}/{c['gpus']:g} allocated, {c['free_gpus']:g} free"
+        f" ({c['ready_gpus']:g} ready)   "
+        f"RUNNING {c['running_jobs']}   PENDING {c['pending_jobs']}   "
+        f"UTIL {percent(c.get('utilization'), c.get('utilization_simulated', False))}"
+        f"{simulated}"
+    )
+    table = Table("PROJECT", "QUOTA", "FAIR-SHARE", "ALLOCATED", "RUNNING", "PENDING", "UTIL",
+                  box=None, pad_edge=False)  # fmt: skip
+    for p in overview["projects"]:
+        over = p.get("over_quota_gpus", max(p["allocated_gpus"] - p["quota"], 0))
+        allocated = f"{p['allocated_gpus']:g}" + (f" (+{over:g} over quota)" if over else "")
+        util = percent(p.get("utilization"), p.get("utilization_simulated", False))
+        table.add_row(p["name"], f"{p['quota']:g}", f"{p['fair_share']:g}", allocated,
+                      str(p["running_jobs"]), str(p["pending_jobs"]), util)  # fmt: skip
+    return Lines(tiles, Text(""), table)
 
 
 @cli.command()

@@ -1,0 +1,239 @@
+"""login with a password, bash, top, submit --wait and the submit flags, as subprocesses against a
+live portal."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from portal.jobs.models import Job, Status
+from portal.jobs.services import record_event
+from portal.tenancy.models import Membership, Project
+from tests.cli.test_allot_command import ROOT, allot, settle  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(env: dict, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """`allot *args` with `env` (and `stdin`), as a subprocess."""
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def logged_out(env: dict) -> dict:
+    """`env` without ALLOT_URL and ALLOT_TOKEN: only the config file tells the CLI."""
+    return {k: v for k, v in env.items() if k not in ("ALLOT_URL", "ALLOT_TOKEN")}
+
+
+class Cycles:
+    """Scheduling cycles in a background thread while a command runs (`with Cycles():`)."""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        try:
+            while not self.stop.is_set():
+                settle()
+                time.sleep(0.3)
+        finally:
+            connection.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(20)
+
+
+# --- login ---------------------------------------------------------------------------------------
+
+
+def test_login_with_a_password_stores_the_token_not_the_password(allot, live_server, tmp_path):  # noqa: F811
+    env = logged_out(allot.env)
+    assert run(env, "list", "-A").returncode == 1  # nothing configured yet
+    done = run(env, "login", live_server.url, "-u", "root", "--password-stdin",
+               stdin="x-test-password-1\n")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"Logged in to {live_server.url} as root" in done.stdout
+    path = tmp_path / "config.json"
+    stored = json.loads(path.read_text())
+    assert stored == {"url": live_server.url, "token": allot.env["ALLOT_TOKEN"]}
+    assert "x-test-password-1" not in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    listed = run(env, "project", "list")
+    assert listed.returncode == 0 and "team-a" in listed.stdout, listed.stderr
+
+
+def test_login_prompts_for_the_username_when_not_given(allot, live_server, tmp_path):  # noqa: F811
+    env = logged_out(allot.env)
+    done = run(env, "login", live_server.url, "--password-stdin",
+               stdin="root\nx-test-password-1\n")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Username" in done.stdout and "as root" in done.stdout
+    assert json.loads((tmp_path / "config.json").read_text())["token"] == allot.env["ALLOT_TOKEN"]
+
+
+def test_a_wrong_password_is_said_plainly_and_nothing_is_stored(allot, live_server, tmp_path):  # noqa: F811
+    env = logged_out(allot.env)
+    done = run(env, "login", live_server.url, "-u", "root", "--password-stdin", stdin="nope\n")
+    assert done.returncode == 1
+    assert "password: wrong username or password" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "config.json").exists()
+    both = run(env, "login", live_server.url, "--token", "x", "-u", "root")
+    assert both.returncode == 2 and "not both" in both.stderr
+
+
+# --- bash ----------------------------------------------------------------------------------------
+
+
+def test_bash_says_why_there_is_no_shell(allot):  # noqa: F811
+    assert allot("submit", "shelly", "-p", "team-a", "-g", "1").returncode == 0
+    pending = allot("bash", "shelly", "-p", "team-a")
+    assert pending.returncode == 1
+    assert "status: job team-a/shelly is Pending; a shell needs a Running job" in pending.stderr
+    settle()
+    simulated = allot("bash", "shelly", "-p", "team-a")
+    assert simulated.returncode == 1 and "simulated cluster" in simulated.stderr
+    assert simulated.stderr.startswith("Error: job team-a/shelly runs on the simulated")
+    assert "Traceback" not in simulated.stderr
+    missing = allot("bash", "ghost", "-p", "team-a")
+    assert missing.returncode == 1 and "not found" in missing.stderr
+
+
+def test_bash_is_refused_to_a_viewer(allot):  # noqa: F811
+    allot("submit", "shelly", "-p", "team-a", "-g", "1")
+    settle()
+    vera = get_user_model().objects.create_user("vera", password="x-test-password-1")
+    Membership.objects.create(user=vera, project=Project.objects.get(name="team-a"),
+                              role="viewer")  # fmt: skip
+    env = dict(allot.env, ALLOT_TOKEN=Token.objects.create(user=vera).key)
+    refused = run(env, "bash", "shelly", "-p", "team-a")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "Only the project's researchers and admins may change its jobs." in refused.stderr
+
+
+def test_bash_where_the_portal_offers_a_shell_says_this_cli_cannot_open_it(allot, settings):  # noqa: F811
+    allot("submit", "shelly", "-p", "team-a", "-g", "1")
+    settle()
+    settings.ALLOT_AGENT = "kubernetes"  # the portal now answers 200 with the websocket
+    done = allot("bash", "shelly", "-p", "team-a")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "/ws/jobs/team-a/shelly/shell/" in done.stderr and "shelly-0" in done.stderr
+    assert "need the Kubernetes agent's websocket bridge" in done.stderr
+    assert "cannot open yet" in done.stderr
+
+
+# --- top -----------------------------------------------------------------------------------------
+
+
+def test_top_shows_the_tiles_and_projects_and_parses_as_json(allot):  # noqa: F811
+    assert allot("submit", "t1", "-p", "team-b", "-g", "3").returncode == 0
+    assert allot("submit", "t2", "-p", "team-b", "-g", "8", "--pods", "3").returncode == 0
+    settle()
+    shown = allot("top")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("NODES 2/2 ready   GPUs 3/16 allocated, 13 free (16 ready)")
+    assert "RUNNING 1   PENDING 1" in lines[0] and "(simulated cluster)" in lines[0]
+    assert lines[2].split() == ["PROJECT", "QUOTA", "FAIR-SHARE", "ALLOCATED", "RUNNING",
+                                "PENDING", "UTIL"]  # fmt: skip
+    rows = {line.split()[0]: line for line in lines[3:] if line.strip()}
+    assert set(rows) == {"team-a", "team-b", "team-c", "team-d"}
+    assert re.match(r"team-b\s+2\s+[\d.]+\s+3 \(\+1 over quota\)\s+1\s+1\s+\S", rows["team-b"])
+    assert re.match(r"team-a\s+4\s+[\d.]+\s+0\s+0\s+0\s+\S", rows["team-a"])
+    overview = json.loads(allot("top", "--json").stdout)
+    assert overview["cluster"]["allocated_gpus"] == 3 and overview["simulated"] is True
+    team_b = next(p for p in overview["projects"] if p["name"] == "team-b")
+    util = rows["team-b"].split()[-2:]
+    if team_b["utilization"] is None:
+        assert util[-1] == "-"
+    else:
+        assert util == [f"{round(team_b['utilization'] * 100)}%", "sim"]
+
+
+def test_top_marks_simulated_utilization_sim(allot, settings):  # noqa: F811
+    settings.ALLOT_USAGE_SAMPLE_INTERVAL_S = 0  # a usage sample every cycle
+    allot("submit", "t1", "-p", "team-a", "-g", "2")
+    settle()
+    team_a = next(p for p in json.loads(allot("top", "--json").stdout)["projects"]
+                  if p["name"] == "team-a")  # fmt: skip
+    assert team_a["utilization"] is not None and team_a["utilization_simulated"] is True
+    row = next(line for line in allot("top").stdout.splitlines() if line.startswith("team-a"))
+    assert row.split()[-2:] == [f"{round(team_a['utilization'] * 100)}%", "sim"], row
+
+
+# --- submit --wait and the submit flags ----------------------------------------------------------
+
+
+def test_submit_wait_returns_once_the_job_runs(allot):  # noqa: F811
+    with Cycles():
+        done = allot("submit", "w1", "-p", "team-a", "-g", "1", "--wait", "--timeout", "30")
+    assert done.returncode == 0, done.stderr
+    assert "is Running on dgx1-" in done.stdout
+
+
+def test_submit_wait_gives_up_saying_why_the_job_waits(allot):  # noqa: F811
+    with Cycles():
+        done = allot("submit", "big", "-p", "team-a", "-g", "8", "--pods", "3", "--wait",
+                     "--timeout", "3")  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    reason = Job.objects.get(name="big").pending_reason
+    assert reason, "the scheduler gave no reason"
+    assert f"job team-a/big is still Pending after 3 s: {reason}" in done.stderr
+
+
+def test_submit_wait_stops_with_the_reason_when_the_job_fails(allot):  # noqa: F811
+    def fail_soon():
+        try:
+            while not Job.objects.filter(name="doomed").exists():
+                time.sleep(0.1)
+            time.sleep(1)
+            job = Job.objects.get(name="doomed")
+            job.status = Status.FAILED  # as the agent's observation would record it
+            job.save(update_fields=["status"])
+            record_event(job, "failed", "failed on dgx1-1: image not found (test)")
+        finally:
+            connection.close()
+
+    failer = threading.Thread(target=fail_soon, daemon=True)
+    failer.start()
+    done = allot("submit", "doomed", "-p", "team-a", "-g", "8", "--pods", "3", "--wait",
+                 "--timeout", "30")  # fmt: skip
+    failer.join(20)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "job team-a/doomed is Failed and never seen Running" in done.stderr
+    assert "image not found (test)" in done.stderr
+
+
+def test_submit_passes_every_runai_flag_through(allot):  # noqa: F811
+    done = allot("submit", "nb", "-i", "jupyter/base-notebook", "-g", "0.5", "--interactive",
+                 "--pvc", "test:/tmp/pvc1mount", "--pvc", "data:/data:ro", "-e", "SEED=1",
+                 "-e", "MODE=a=b", "--command", "python", "--args", "train.py", "--args", "-v",
+                 "--port", "8888", "--service-type=ingress", "--priority", "3",
+                 "-p", "team-a")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job = json.loads(allot("get", "nb", "-p", "team-a", "--json").stdout)
+    assert job["volumes"] == [
+        {"pvc": "test", "mount_path": "/tmp/pvc1mount", "read_only": False},
+        {"pvc": "data", "mount_path": "/data", "read_only": True},
+    ]
+    assert job["environment"] == {"SEED": "1", "MODE": "a=b"}
+    assert (job["command"], job["args"]) == (["python"], ["train.py", "-v"])
+    assert (job["type"], job["gpus"], job["priority"]) == ("interactive", 0.5, 3)
+    bad = allot("submit", "x", "-p", "team-a", "--pvc", "nocolon")
+    assert bad.returncode == 2 and "CLAIM:PATH" in bad.stderr and "Traceback" not in bad.stderr
