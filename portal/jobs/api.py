@@ -191,6 +191,18 @@ class JobShell(JobMixin, APIView):
         )
 
 
+class JobExtend(JobMixin, APIView):
+    """POST: push a running job's time limits and idle timeout back by the project's extension,
+    once (409 when the project allows none, or it was extended already)."""
+
+    permission_classes = [IsAuthenticated, MaySubmit]
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    def post(self, request, project: str, name: str) -> Response:
+        job = services.extend_job(self.job(), request.user)
+        return Response(JobSerializer(job, context={"request": request}).data)
+
+
 class Overview(APIView):
     """GET cluster totals, per-project allocation, running and pending jobs, nodes and devices."""
 

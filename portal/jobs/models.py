@@ -17,10 +17,11 @@ class Status(models.TextChoices):
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
+    TIMED_OUT = "TimedOut"  # ended by a project policy (time limit, run time, idle GPUs)
 
 
 HOLDING = (Status.CONTAINER_CREATING, Status.RUNNING)  # statuses with a placement
-FINISHED = (Status.SUCCEEDED, Status.FAILED)
+FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT)
 
 
 class JobType(models.TextChoices):
@@ -71,6 +72,9 @@ class Job(models.Model):
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     placement = models.JSONField(default=list, blank=True)
+    idle_since = models.DateTimeField(null=True, blank=True)  # GPUs under the idle threshold
+    warned_for = models.CharField(max_length=32, blank=True, default="")  # policy warned about
+    extended_s = models.PositiveIntegerField(default=0)  # added once by the owner's "extend"
     pending_reason = models.TextField(blank=True, default="")
     submitted_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -12,7 +12,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal.api.errors import conflict
-from portal.jobs.models import Job, JobEvent, Status
+from portal.jobs.models import HOLDING, Job, JobEvent, Status
+from portal.scheduling.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.tenancy.models import Project
 
 
@@ -86,6 +87,43 @@ def stop_job(job: Job, user=None) -> None:
         record_event(locked, "deleted", f"deleted by {who} while {locked.status}{freed}")
         locked.delete()
         request_cycle_on_commit()
+
+
+def project_health(project) -> HealthPolicy:
+    """The project's job health policies in force (its own, else its department's)."""
+    own = {field: getattr(project, field) for field in POLICY_FIELDS}
+    department = project.department
+    inherited = (
+        {field: getattr(department, field) for field in POLICY_FIELDS} if department else None
+    )
+    return resolve(own, inherited)
+
+
+def extend_job(job: Job, user) -> Job:
+    """Move every health deadline of a running job back by the project's extension, once."""
+    with transaction.atomic():
+        locked = (
+            Job.objects.select_for_update(of=("self",))
+            .select_related("project__department")
+            .filter(id=job.id)
+            .first()
+        )
+        if locked is None or locked.status not in HOLDING:
+            status = locked.status if locked else "gone"
+            raise conflict("status", f"job {job.name} is {status}; only a running job is extended")
+        extension = project_health(locked.project).timeout_extension_s
+        if not extension:
+            raise conflict("detail", f"project {locked.project.name} does not allow extensions")
+        if locked.extended_s:
+            raise conflict("detail", f"job {locked.name} was extended once already "
+                                     f"(by {locked.extended_s} s)")  # fmt: skip
+        locked.extended_s, locked.warned_for = extension, ""
+        locked.save(update_fields=["extended_s", "warned_for"])
+        who = user.get_username() if user else "the system"
+        record_event(locked, "extended",
+                     f"extended by {who}: its time limits and idle timeout end {extension} s "
+                     "later (once)")  # fmt: skip
+    return locked
 
 
 def _shape(job: Job) -> str:

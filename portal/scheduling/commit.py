@@ -21,7 +21,7 @@ from django.db.models import Max
 from agents.base import Observation
 from portal.jobs.analytics import roll_up
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
-from portal.scheduling.observe import Transition
+from portal.scheduling.observe import HealthNote, Transition
 from portal.scheduling.snapshot import ClusterState
 from portal.tenancy.models import Project
 from scheduler import Decision, JobKey, Plan, PodPlacement, Snapshot, apply_plan
@@ -183,6 +183,16 @@ def _event(state: ClusterState, key: JobKey, kind: str, message: str, now: datet
     )  # fmt: skip
 
 
+def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) -> None:
+    """Warnings as events; idleness and warnings as job row fields (one UPDATE per job)."""
+    JobEvent.objects.bulk_create(
+        _event(state, note.job, "warning", note.warning, now) for note in notes if note.warning
+    )
+    for note in notes:
+        if note.fields:
+            Job.objects.filter(id=state.rows[note.job].id).update(**dict(note.fields))
+
+
 def write_fair_shares(state: ClusterState, plan: Plan) -> None:
     """Store each project's fair share where it changed (the API reads it from the row)."""
     changed = [
@@ -263,8 +273,10 @@ def commit_cycle(
     changes: list[Transition],
     observation: Observation,
     simulated: bool,
+    notes: list[HealthNote] = (),
 ) -> None:
-    """Write transitions, the plan, events, fair shares and (when due) usage samples.
+    """Write transitions, the plan, events, health notes, fair shares and usage samples (when
+    due).
 
     Call it inside the cycle's transaction: any `CommitConflict` (or other error) rolls all of it
     back together, so no job is ever left half-started.
@@ -276,6 +288,7 @@ def commit_cycle(
     run_updates(decision_updates(state, plan, current, now))
     run_updates(reason_updates(state, plan, {decision.job for decision in plan.decisions}))
     JobEvent.objects.bulk_create(events(state, plan, changes, now))
+    write_health(state, notes, now)
     write_fair_shares(state, plan)
     if usage_due(now, settings.ALLOT_USAGE_SAMPLE_INTERVAL_S):
         utilization = {

@@ -4,17 +4,19 @@
 the source of truth: after a crash, or in a Celery worker that has not seen a job yet, the agent is
 rebuilt by starting them again; jobs deleted meanwhile are stopped). `transitions` then turns the
 agent's observation into row changes: ContainerCreating -> Running, Running -> Succeeded/Failed,
-and interactive jobs past their project's time limit stopped with an event saying why.
+and jobs a project health policy ends (time limits, idle GPUs, `health.py`) -> TimedOut.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
-from agents.base import FINISHED, Agent, JobKey, JobStatus, Observation
+from agents.base import Agent, JobKey, JobStatus, Observation
+from portal.jobs.models import FINISHED as ROW_FINISHED
 from portal.jobs.models import Job, Status
+from portal.scheduling import health
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
+from portal.scheduling.health import JobHealth
 from portal.scheduling.snapshot import ClusterState, JobRow
 
 
@@ -29,8 +31,8 @@ class Transition:
 
     @property
     def leaves(self) -> bool:
-        """True when the job gives its GPUs back (it finished or was stopped)."""
-        return self.new_status in FINISHED
+        """True when the job gives its GPUs back (it finished, failed or timed out)."""
+        return self.new_status in ROW_FINISHED
 
 
 def reconcile(agent: Agent, state: ClusterState) -> Observation:
@@ -49,32 +51,53 @@ def reconcile(agent: Agent, state: ClusterState) -> Observation:
     return agent.observe() if missing or seen.jobs.keys() - holding.keys() else seen
 
 
-def transitions(observation: Observation, state: ClusterState) -> list[Transition]:
-    """The row changes `observation` calls for, in job order (time limits first, then phases)."""
-    job_types = {job.key: job.type for job in state.jobs}
-    limits = {name: info.interactive_time_limit_s for name, info in state.project_rows.items()}
-    changes = []
+@dataclass(frozen=True)
+class HealthNote:
+    """A job's health bookkeeping for the commit: a warning event and/or row fields to set."""
+
+    job: JobKey
+    warning: str = ""
+    fields: tuple[tuple[str, object], ...] = ()
+
+
+def transitions(
+    observation: Observation, state: ClusterState
+) -> tuple[list[Transition], list[HealthNote]]:
+    """The row changes `observation` calls for, in job order: a job a health policy ends
+    (TimedOut), else the agent's phase changes; and the health notes (warnings, idleness)."""
+    changes, notes = [], []
     for key, row in state.rows.items():
         if not row.holding:
             continue
-        limit = limits.get(key[0]) if job_types.get(key) == "interactive" else None
-        change = _time_limit(key, row, limit, observation.at) or _phase_change(
-            key, row, observation.jobs.get(key)
-        )
+        seen = observation.jobs.get(key)
+        info = state.project_rows.get(key[0])
+        verdict = None
+        if info is not None and info.health.active:
+            utilization = seen.utilization if seen is not None else None
+            job = JobHealth(row.type, row.started_at, row.idle_since, row.warned_for,
+                            row.extended_s)  # fmt: skip
+            verdict = health.judge(job, info.health, utilization, observation.at)
+            note = _note(key, verdict)
+            if note is not None:
+                notes.append(note)
+        if verdict is not None and verdict.timed_out:
+            changes.append(Transition(key, Status.TIMED_OUT, "timed out", verdict.timed_out))
+            continue
+        change = _phase_change(key, row, seen)
         if change:
             changes.append(change)
-    return changes
+    return changes, notes
 
 
-def _time_limit(key: JobKey, row: JobRow, limit: int | None, now: datetime) -> Transition | None:
-    """Stop an interactive job that has run for its project's interactive time limit."""
-    if limit is None or row.started_at is None:
+def _note(key: JobKey, verdict) -> HealthNote | None:
+    fields = []
+    if verdict.idle_changed:
+        fields.append(("idle_since", verdict.idle_since))
+    if verdict.warned_for is not None:
+        fields.append(("warned_for", verdict.warned_for))
+    if not fields and not verdict.warning:
         return None
-    ran = (now - row.started_at).total_seconds()
-    if ran < limit:
-        return None
-    message = f"stopped: {key[0]}'s interactive time limit of {limit} s reached after {ran:.0f} s"
-    return Transition(key, Status.FAILED, "stopped", message)
+    return HealthNote(key, verdict.warning, tuple(fields))
 
 
 def _phase_change(key: JobKey, row: JobRow, seen: JobStatus | None) -> Transition | None:

@@ -8,12 +8,13 @@ what the commit needs to write conditionally: each job's row id and the status i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from portal.cluster.models import Node as NodeRow
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
+from portal.scheduling.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
 from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
@@ -28,6 +29,10 @@ class JobRow:
     status: str
     pending_reason: str
     started_at: datetime | None
+    type: str = "train"
+    idle_since: datetime | None = None
+    warned_for: str = ""
+    extended_s: int = 0
 
     @property
     def holding(self) -> bool:
@@ -37,11 +42,16 @@ class JobRow:
 
 @dataclass(frozen=True)
 class ProjectRowInfo:
-    """A project's row id, stored fair share and interactive time limit."""
+    """A project's row id, stored fair share and job health policies (its own or inherited)."""
 
     id: int
     fair_share: float
-    interactive_time_limit_s: int | None
+    health: HealthPolicy = field(default_factory=HealthPolicy)
+
+    @property
+    def interactive_time_limit_s(self) -> int | None:
+        """The interactive time limit in force (the project's, else its department's)."""
+        return self.health.interactive_time_limit_s
 
 
 @dataclass(frozen=True)
@@ -102,17 +112,19 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     """Every project (of a known department, if any) as the scheduler sees it; its row facts."""
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
-        "fair_share", "interactive_time_limit_s",
+        "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
     )  # fmt: skip
     projects, infos = [], {}
-    for pk, name, quota, weight, limit, pools, department, share, time_limit in rows:
+    for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
+        own = dict(zip(POLICY_FIELDS, policies[: len(POLICY_FIELDS)], strict=True))
+        inherited = dict(zip(POLICY_FIELDS, policies[len(POLICY_FIELDS) :], strict=True))
         if department is not None and department not in departments:
             continue
         projects.append(
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk)
         )  # fmt: skip
-        infos[name] = ProjectRowInfo(pk, share, time_limit)
+        infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos
 
 
@@ -127,7 +139,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         .order_by("id")
         .values_list(
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
-            "placement", "pending_reason", "started_at", "image", "user__username", named=True,
+            "placement", "pending_reason", "started_at", "image", "user__username",
+            "idle_since", "warned_for", "extended_s", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -142,7 +155,15 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
-            row.id, row.project_id, row.status, row.pending_reason, row.started_at
+            row.id,
+            row.project_id,
+            row.status,
+            row.pending_reason,
+            row.started_at,
+            row.type,
+            row.idle_since,
+            row.warned_for,
+            row.extended_s,
         )
     return tuple(jobs), index
 

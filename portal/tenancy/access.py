@@ -76,12 +76,15 @@ def can_manage_members(user, project: Project) -> bool:
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
 
 
-PROJECT_ADMIN_FIELDS = frozenset({"interactive_time_limit_s"})
+PROJECT_ADMIN_FIELDS = frozenset({
+    "interactive_time_limit_s", "training_max_runtime_s", "interactive_idle_timeout_s",
+    "train_idle_timeout_s", "idle_threshold", "timeout_warning_s", "timeout_extension_s",
+})  # fmt: skip
 
 
 def editable_project_fields(user, project: Project) -> frozenset[str] | None:
     """What `user` may change in `project`: None means every field (cluster admins); a project
-    admin changes its interactive time limit, not its quota; others nothing."""
+    admin changes its time limits and health policies, not its quota; others nothing."""
     if is_cluster_admin(user):
         return None
     if role_in(user, project) in MANAGE_ROLES:

@@ -18,6 +18,14 @@ class Department(models.Model):
     quota = models.DecimalField(**GPU_AMOUNT)
     over_quota_weight = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
     limit = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
+    interactive_time_limit_s = models.PositiveIntegerField(null=True, blank=True)
+    # Job health policies (Step 8); on a project, None means "as its department says"
+    training_max_runtime_s = models.PositiveIntegerField(null=True, blank=True)
+    interactive_idle_timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    train_idle_timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    idle_threshold = models.FloatField(null=True, blank=True)  # 0..1, default 0.01
+    timeout_warning_s = models.PositiveIntegerField(null=True, blank=True)  # default 900
+    timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -43,6 +51,13 @@ class Project(models.Model):
     limit = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
     node_pools = models.JSONField(default=list, blank=True)
     interactive_time_limit_s = models.PositiveIntegerField(null=True, blank=True)
+    # Job health policies (Step 8); on a project, None means "as its department says"
+    training_max_runtime_s = models.PositiveIntegerField(null=True, blank=True)
+    interactive_idle_timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    train_idle_timeout_s = models.PositiveIntegerField(null=True, blank=True)
+    idle_threshold = models.FloatField(null=True, blank=True)  # 0..1, default 0.01
+    timeout_warning_s = models.PositiveIntegerField(null=True, blank=True)  # default 900
+    timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -14,6 +14,8 @@ from portal.tenancy.models import Membership, Project, Role
 from portal.validators import NAME_MAX
 
 GPUS = {"max_digits": 9, "decimal_places": 2, "min_value": 0}
+# a policy in seconds; null: as the department says, else off (see portal.scheduling.health)
+SECONDS = {"min_value": 1, "max_value": 365 * 24 * 3600, "allow_null": True, "required": False}
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -29,6 +31,15 @@ class ProjectSerializer(serializers.ModelSerializer):
     interactive_time_limit_s = serializers.IntegerField(
         min_value=1, max_value=365 * 24 * 3600, allow_null=True, required=False
     )
+    training_max_runtime_s = serializers.IntegerField(**SECONDS)
+    interactive_idle_timeout_s = serializers.IntegerField(**SECONDS)
+    train_idle_timeout_s = serializers.IntegerField(**SECONDS)
+    idle_threshold = serializers.FloatField(
+        min_value=0.0, max_value=1.0, allow_null=True, required=False,
+        help_text="utilization (0..1) under which a GPU counts as idle; null: 0.01",
+    )  # fmt: skip
+    timeout_warning_s = serializers.IntegerField(**SECONDS)
+    timeout_extension_s = serializers.IntegerField(**SECONDS)
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -42,6 +53,12 @@ class ProjectSerializer(serializers.ModelSerializer):
             "limit",
             "node_pools",
             "interactive_time_limit_s",
+            "training_max_runtime_s",
+            "interactive_idle_timeout_s",
+            "train_idle_timeout_s",
+            "idle_threshold",
+            "timeout_warning_s",
+            "timeout_extension_s",
             "allocated_gpus",
             "fair_share",
             "running_jobs",

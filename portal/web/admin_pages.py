@@ -28,9 +28,15 @@ from portal.tenancy.queries import with_usage
 from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
 from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
 
+HEALTH_FIELDS = (
+    "interactive_time_limit_s", "training_max_runtime_s", "interactive_idle_timeout_s",
+    "train_idle_timeout_s", "idle_threshold", "timeout_warning_s", "timeout_extension_s",
+)  # fmt: skip
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
-    "node_pools": LIST, "interactive_time_limit_s": NUMBER,
+    "node_pools": LIST, "interactive_time_limit_s": NUMBER, "training_max_runtime_s": NUMBER,
+    "interactive_idle_timeout_s": NUMBER, "train_idle_timeout_s": NUMBER, "idle_threshold": NUMBER,
+    "timeout_warning_s": NUMBER, "timeout_extension_s": NUMBER,
 }  # fmt: skip
 
 
@@ -109,7 +115,8 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
         values = {
             "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
             "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
-            "interactive_time_limit_s": project.interactive_time_limit_s or "",
+            **{field: "" if getattr(project, field) is None else getattr(project, field)
+               for field in HEALTH_FIELDS},
         }  # fmt: skip
     return render(
         request,

@@ -149,6 +149,21 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
+def job_extend(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """Extend a running job's deadlines once (the project must allow it)."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_submit(request.user, job.project):
+        raise PermissionDenied
+    try:
+        services.extend_job(job, request.user)
+        messages.success(request, f"Job {project}/{name} extended.")
+    except APIException as exc:
+        messages.error(request, " ".join(r for rs in field_errors(exc).values() for r in rs))
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+@require_POST
 def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Stop (delete) a job: its GPUs are free at once; its events stay."""
     job = access.get_job_for(request.user, project, name)

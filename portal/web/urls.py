@@ -33,5 +33,6 @@ urlpatterns = [
     path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),
     path("jobs/<str:project>/<str:name>/", job_pages.job_detail, name="job-detail"),
     path("jobs/<str:project>/<str:name>/stop/", job_pages.job_stop, name="job-stop"),
+    path("jobs/<str:project>/<str:name>/extend/", job_pages.job_extend, name="job-extend"),
     re_path(SESSION, sessions.session_proxy, name="session"),
 ]

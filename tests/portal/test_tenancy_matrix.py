@@ -44,6 +44,7 @@ REST = [
     ("job-events", "get", f"{A}/jobs/team-a/secret-run/events/", None, (200, 200, 200, 404)),
     ("job-logs", "get", f"{A}/jobs/team-a/secret-run/logs/", None, (200, 200, 200, 404)),
     ("job-shell", "post", f"{A}/jobs/team-a/secret-run/shell/", None, (409, 409, 403, 404)),
+    ("job-extend", "post", f"{A}/jobs/team-a/secret-run/extend/", None, (409, 409, 403, 404)),
     ("overview", "get", f"{A}/overview/", None, (200, 200, 200, 200)),
     ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
@@ -80,6 +81,7 @@ PAGES = [
     ("jupyter-new", "get", "/jupyter/new/", None, (200, 200, 200, 200)),
     ("job-detail", "get", "/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
     ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 302, 403, 404)),
+    ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 302, 403, 404)),
     ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 503, 403, 404)),
 ]  # fmt: skip
 

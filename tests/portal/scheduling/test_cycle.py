@@ -128,9 +128,9 @@ def test_an_interactive_job_past_its_projects_time_limit_is_stopped_with_an_even
     clock.advance(1)
     cluster.cycle()
     notebook = cluster.job("team-a", "notebook")
-    assert notebook.status == Status.FAILED and notebook.placement == []
-    stopped = JobEvent.objects.get(kind="stopped")
-    assert "interactive time limit of 3600 s" in stopped.message
+    assert notebook.status == Status.TIMED_OUT and notebook.placement == []
+    stopped = JobEvent.objects.get(kind="timed out")
+    assert "interactive time limit of 3600 s reached" in stopped.message
     assert cluster.job("team-a", "trainer").status == Status.RUNNING  # train jobs have no limit
 
 
@@ -269,8 +269,8 @@ def test_a_jupyter_session_past_the_time_limit_is_stopped_with_its_server(clock,
     assert sessions.get("team-a", "nb") is not None
     clock.advance(1)
     cluster.cycle()
-    assert cluster.job("team-a", "nb").status == Status.FAILED
-    assert "interactive time limit of 600 s" in JobEvent.objects.get(kind="stopped").message
+    assert cluster.job("team-a", "nb").status == Status.TIMED_OUT
+    assert "interactive time limit of 600 s" in JobEvent.objects.get(kind="timed out").message
     assert sessions.get("team-a", "nb") is None
     stat = Path(f"/proc/{server.pid}/stat")
     assert not stat.exists() or stat.read_text().split(")")[-1].split()[0] == "Z"
