@@ -125,6 +125,7 @@ INSTALLED_APPS = [
     "portal.jobs",
     "portal.scheduling",
     "portal.web",
+    "portal.notify",
 ]
 
 MIDDLEWARE = [
@@ -208,6 +209,21 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ALWAYS_EAGER = EMBEDDED
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
+CELERY_TASK_ROUTES = {"portal.notify.tasks.*": {"queue": "notify"}}
+
+# Email: the console in the embedded default; SMTP when EMAIL_HOST is set
+EMAIL_HOST = envstr("EMAIL_HOST", "")
+EMAIL_BACKEND = envstr(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = envint("EMAIL_PORT", 587)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD") or ""
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "allot@localhost")
 
 # --- Allot --------------------------------------------------------------------------------------
 
@@ -220,6 +236,10 @@ ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)
+ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and webhooks
+ALLOT_WEBHOOK_BACKOFF_S = [
+    float(value) for value in envlist("ALLOT_WEBHOOK_BACKOFF_S", "1,4,16,60")
+]  # seconds before each retry of a failed webhook delivery
 ALLOT_ADMIN_USERNAME = envstr("ALLOT_ADMIN_USERNAME", "admin")
 ALLOT_ADMIN_PASSWORD = envsecret("ALLOT_ADMIN_PASSWORD")
 

@@ -19,6 +19,7 @@ TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/allot"
 os.environ.setdefault("DATABASE_URL", TEST_DATABASE_URL)
 os.environ.setdefault("ALLOT_SIM_START_DELAY_S", "0")
 os.environ.setdefault("ALLOT_SIM_JUPYTER", "0")  # the Jupyter tests turn real servers on
+os.environ.setdefault("ALLOT_NOTIFICATIONS", "0")  # the notification tests turn them on
 os.environ.setdefault("ALLOT_EMBEDDED_CYCLE", "0")
 
 
@@ -32,6 +33,7 @@ def _configure_django() -> None:
     _reset_connections()
     settings.ALLOT_SIM_START_DELAY_S = float(os.environ["ALLOT_SIM_START_DELAY_S"])
     settings.ALLOT_SIM_JUPYTER = os.environ["ALLOT_SIM_JUPYTER"] not in ("0", "", "false")
+    settings.ALLOT_NOTIFICATIONS = os.environ["ALLOT_NOTIFICATIONS"] not in ("0", "", "false")
     settings.ALLOT_EMBEDDED_CYCLE = os.environ["ALLOT_EMBEDDED_CYCLE"] not in ("0", "", "false")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -14,6 +14,7 @@ from portal.jobs.api import (
     Overview,
     SchedulerCycles,
 )
+from portal.notify.api import DeliveryList, MyPreference, WebhookDetail, WebhookList
 from portal.tenancy.api import (
     MemberDetail,
     MemberList,
@@ -35,6 +36,14 @@ urlpatterns = [
         name="member-detail",
     ),
     path("users/", UserList.as_view(), name="user-list"),
+    path("projects/<str:name>/webhooks/", WebhookList.as_view(), name="webhook-list"),
+    path("projects/<str:name>/webhooks/<int:pk>/", WebhookDetail.as_view(), name="webhook-detail"),
+    path(
+        "projects/<str:name>/webhooks/<int:pk>/deliveries/",
+        DeliveryList.as_view(),
+        name="webhook-deliveries",
+    ),
+    path("me/notifications/", MyPreference.as_view(), name="my-notifications"),
     path("jobs/", JobList.as_view(), name="job-list"),
     path("jobs/<str:project>/<str:name>/", JobDetail.as_view(), name="job-detail"),
     path("jobs/<str:project>/<str:name>/events/", JobEvents.as_view(), name="job-events"),

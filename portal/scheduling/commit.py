@@ -21,6 +21,8 @@ from django.db.models import Max
 from agents.base import Observation
 from portal.jobs.analytics import roll_up
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
+from portal.notify.dispatch import after_commit
+from portal.notify.models import NOTIFIED
 from portal.scheduling.observe import HealthNote, Transition
 from portal.scheduling.snapshot import ClusterState
 from portal.tenancy.models import Project
@@ -183,14 +185,15 @@ def _event(state: ClusterState, key: JobKey, kind: str, message: str, now: datet
     )  # fmt: skip
 
 
-def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) -> None:
+def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) -> list[JobEvent]:
     """Warnings as events; idleness and warnings as job row fields (one UPDATE per job)."""
-    JobEvent.objects.bulk_create(
+    warnings = JobEvent.objects.bulk_create(
         _event(state, note.job, "warning", note.warning, now) for note in notes if note.warning
     )
     for note in notes:
         if note.fields:
             Job.objects.filter(id=state.rows[note.job].id).update(**dict(note.fields))
+    return warnings
 
 
 def write_fair_shares(state: ClusterState, plan: Plan) -> None:
@@ -287,8 +290,9 @@ def commit_cycle(
     run_updates(transition_updates(state, changes, now))
     run_updates(decision_updates(state, plan, current, now))
     run_updates(reason_updates(state, plan, {decision.job for decision in plan.decisions}))
-    JobEvent.objects.bulk_create(events(state, plan, changes, now))
-    write_health(state, notes, now)
+    written = JobEvent.objects.bulk_create(events(state, plan, changes, now))
+    warnings = write_health(state, notes, now)
+    after_commit([event.id for event in [*written, *warnings] if event.kind in NOTIFIED])
     write_fair_shares(state, plan)
     if usage_due(now, settings.ALLOT_USAGE_SAMPLE_INTERVAL_S):
         utilization = {

@@ -13,6 +13,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from portal.jobs.overview import build_overview, overview_for, visible_projects
+from portal.notify.dispatch import user_group
 from portal.scheduling.publish import GROUP
 
 
@@ -25,12 +26,20 @@ class OverviewConsumer(AsyncJsonWebsocketConsumer):
             await self.close()  # before accept: the handshake is refused (HTTP 403)
             return
         await self.channel_layer.group_add(GROUP, self.channel_name)
+        await self.channel_layer.group_add(user_group(user.id), self.channel_name)
         await self.accept()
         overview = await database_sync_to_async(build_overview)(user)
         await self.send_json({"type": "overview", "overview": overview})
 
     async def disconnect(self, code: int) -> None:
         await self.channel_layer.group_discard(GROUP, self.channel_name)
+        user = self.scope.get("user")
+        if user is not None and user.is_authenticated:
+            await self.channel_layer.group_discard(user_group(user.id), self.channel_name)
+
+    async def job_notice(self, event: dict) -> None:
+        """One of the user's jobs started, was preempted, ended or is warned: a toast."""
+        await self.send_json({"type": "toast", "notice": event["notice"]})
 
     async def overview_updated(self, event: dict) -> None:
         """A broadcast of the full overview: forward this user's part of it."""

@@ -167,6 +167,20 @@
   render(JSON.parse(document.getElementById("overview-data").textContent));
   setInterval(tick, 1000);
   window.allotOverview = { current: () => current };
-  window.allotLive("/ws/overview/", (message) => { if (message.type === "overview") render(message.overview); },
-                   document.getElementById("live"));
+  function toast(notice) { // one of my jobs changed: say so for 8 s
+    let box = document.getElementById("toasts");
+    if (!box) {
+      box = el("div", { id: "toasts", class: "toasts", role: "status", "aria-live": "polite" });
+      document.body.append(box);
+    }
+    const item = el("div", { class: "toast toast-" + notice.kind.replace(" ", "-") },
+      el("b", null, `${notice.project}/${notice.job} ${notice.event}`), el("span", null, notice.message));
+    box.append(item);
+    setTimeout(() => item.remove(), 8000);
+  }
+
+  window.allotLive("/ws/overview/", (message) => {
+    if (message.type === "overview") render(message.overview);
+    else if (message.type === "toast") toast(message.notice);
+  }, document.getElementById("live"));
 })();

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_SERVICES = ("web", "worker", "beat")
+APP_SERVICES = ("web", "worker", "notifier", "beat")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,7 @@ def test_web_serves_the_asgi_application_with_daphne_on_port_8000(services):
 def test_worker_and_beat_run_the_portals_celery_app(services):
     assert re.match(r"celery --app portal worker\b", command(services["worker"]))
     assert re.match(r"celery --app portal beat\b", command(services["beat"]))
+    assert re.match(r"celery --app portal worker --queues notify\b", command(services["notifier"]))
 
 
 def test_every_service_has_a_health_check(services):

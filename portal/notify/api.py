@@ -1,0 +1,109 @@
+"""REST endpoints of notifications: a project's webhooks and their delivery log (the project's
+admins), and each user's own notification settings."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from rest_framework import generics, serializers
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+
+from portal.notify.models import Delivery, Preference, Webhook
+from portal.tenancy import access
+
+
+class WebhookSerializer(serializers.ModelSerializer):
+    """A webhook; its secret is shown once, in the answer to the POST that creates it."""
+
+    url = serializers.URLField(max_length=2000)
+
+    class Meta:
+        model = Webhook
+        fields = ["id", "url", "active", "created_at", "secret"]
+        read_only_fields = ["id", "created_at", "secret"]
+
+    def to_representation(self, webhook: Webhook) -> dict:
+        data = super().to_representation(webhook)
+        if not self.context.get("show_secret"):
+            data.pop("secret")
+        return data
+
+
+class DeliverySerializer(serializers.ModelSerializer):
+    """One entry of the delivery log."""
+
+    class Meta:
+        model = Delivery
+        fields = ["id", "event", "job_name", "payload", "attempts", "status_code", "error",
+                  "delivered", "created_at", "last_attempt_at"]  # fmt: skip
+
+
+class PreferenceSerializer(serializers.ModelSerializer):
+    """Which notifications the signed-in user gets."""
+
+    class Meta:
+        model = Preference
+        fields = ["email", "browser"]
+
+
+class ProjectAdminMixin:
+    """The project by name, for its admins (and cluster admins) only: 404 when not visible,
+    403 for members without the admin role."""
+
+    def project(self):
+        project = access.get_project_for(self.request.user, self.kwargs["name"])
+        if not access.can_manage_members(self.request.user, project):
+            raise PermissionDenied("Only the project's admins may see or change its webhooks.")
+        return project
+
+
+class WebhookList(ProjectAdminMixin, generics.ListCreateAPIView):
+    """GET a project's webhooks; POST one (its signing secret is in this answer only)."""
+
+    serializer_class = WebhookSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        return Webhook.objects.filter(project=self.project()).order_by("id")
+
+    def perform_create(self, serializer):
+        serializer.save(project=self.project())
+        serializer.context["show_secret"] = True
+
+
+class WebhookDetail(ProjectAdminMixin, generics.RetrieveDestroyAPIView):
+    """GET or DELETE one webhook of the project."""
+
+    serializer_class = WebhookSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_object(self) -> Webhook:
+        webhook = Webhook.objects.filter(project=self.project(), id=self.kwargs["pk"]).first()
+        if webhook is None:
+            raise Http404("No such webhook.")
+        return webhook
+
+
+class DeliveryList(ProjectAdminMixin, generics.ListAPIView):
+    """GET the webhook's delivery log, newest first: every attempt's status and error."""
+
+    serializer_class = DeliverySerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        webhook = Webhook.objects.filter(project=self.project(), id=self.kwargs["pk"]).first()
+        if webhook is None:
+            raise Http404("No such webhook.")
+        return webhook.deliveries.all()
+
+
+class MyPreference(generics.RetrieveUpdateAPIView):
+    """GET or PATCH your notification settings (email, browser toasts)."""
+
+    serializer_class = PreferenceSerializer
+    permission_classes = [IsAuthenticated]
+    http_method_names = ["get", "patch", "head", "options"]
+
+    def get_object(self) -> Preference:
+        preference, _ = Preference.objects.get_or_create(user=self.request.user)
+        return preference

@@ -1,0 +1,178 @@
+"""Job events to people: email to the job's owner, a toast in their open browsers, and a signed
+POST to each of the project's webhooks.
+
+Notifications leave after the scheduling transaction commits (`after_commit`), never inside it,
+and never on the cycle's thread: with Redis they are Celery tasks on their own `notify` queue
+(its own worker in docker-compose), in the embedded default a small thread pool. A webhook that
+fails is retried with back-off (`ALLOT_WEBHOOK_BACKOFF_S`); one that never answers costs its
+own thread at most `TIMEOUT_S` an attempt, not the cycle. Every attempt is in the delivery log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from portal.jobs.models import JobEvent
+from portal.notify.models import NOTIFIED, Delivery, Preference, Webhook
+
+logger = logging.getLogger(__name__)
+
+TIMEOUT_S = 5.0
+SIGNATURE_HEADER = "X-Allot-Signature"  # "sha256=" + hex HMAC-SHA256 of the body with the secret
+_pool: ThreadPoolExecutor | None = None
+
+
+def user_group(user_id: int) -> str:
+    """The Channels group of one user's open pages."""
+    return f"user-{user_id}"
+
+
+def after_commit(event_ids: list[int]) -> None:
+    """Send the notifications of these events once the current transaction has committed."""
+    if event_ids and settings.ALLOT_NOTIFICATIONS:
+        transaction.on_commit(lambda: enqueue(list(event_ids)))
+
+
+def enqueue(event_ids: list[int]) -> None:
+    """Hand the events to the notification worker (Celery with Redis, else a thread)."""
+    if settings.REDIS_URL:
+        from portal.notify import tasks
+
+        tasks.notify_events.apply_async((event_ids,), queue="notify")
+    else:
+        _submit(notify_events, event_ids)
+
+
+def _submit(function, *args) -> None:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="allot-notify")
+    _pool.submit(_in_thread, function, *args)
+
+
+def _in_thread(function, *args) -> None:
+    try:
+        function(*args)
+    except Exception:
+        logger.exception("notification failed")
+    finally:
+        close_old_connections()
+
+
+def wait_idle(timeout: float = 30.0) -> None:
+    """Wait until the embedded pool has sent everything queued so far (tests, shutdown)."""
+    global _pool
+    if _pool is not None:
+        pool, _pool = _pool, None
+        pool.shutdown(wait=True, cancel_futures=False)
+
+
+def payload_of(event: JobEvent) -> dict:
+    """The JSON a webhook receives and a toast shows."""
+    job = event.job
+    return {
+        "event": NOTIFIED.get(event.kind, event.kind),
+        "kind": event.kind,
+        "project": event.project.name,
+        "job": event.job_name,
+        "user": job.user.get_username() if job is not None and job.user else None,
+        "status": job.status if job is not None else None,
+        "message": event.message,
+        "time": event.time.isoformat(),
+    }
+
+
+def notify_events(event_ids: list[int]) -> None:
+    """Email, toast and webhook deliveries for each notified event."""
+    events = (
+        JobEvent.objects.filter(id__in=event_ids, kind__in=NOTIFIED)
+        .select_related("project", "job__user")
+        .order_by("id")
+    )
+    for event in events:
+        payload = payload_of(event)
+        owner = event.job.user if event.job is not None else None
+        if owner is not None:
+            preference = Preference.objects.filter(user=owner).first() or Preference()
+            if preference.email and owner.email:
+                _email(owner.email, payload)
+            if preference.browser:
+                _toast(owner.id, payload)
+        for webhook in Webhook.objects.filter(project_id=event.project_id, active=True):
+            delivery = Delivery.objects.create(
+                webhook=webhook, event=payload["event"], job_name=event.job_name, payload=payload
+            )
+            deliver(delivery.id)
+
+
+def _email(address: str, payload: dict) -> None:
+    subject = f"[Allot] {payload['project']}/{payload['job']} {payload['event']}"
+    body = f"{payload['message']}\n\nJob: {payload['project']}/{payload['job']}\n"
+    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False)
+
+
+def _toast(user_id: int, payload: dict) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(user_group(user_id), {"type": "job.notice",
+                                                              "notice": payload})  # fmt: skip
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The signature header's value for `body`."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def attempt(delivery: Delivery) -> bool:
+    """POST the delivery once; record the answer; True when the receiver said 2xx."""
+    body = json.dumps(delivery.payload, sort_keys=True).encode()
+    headers = {"Content-Type": "application/json", "X-Allot-Event": delivery.event,
+               SIGNATURE_HEADER: signature(delivery.webhook.secret, body)}  # fmt: skip
+    delivery.attempts += 1
+    delivery.last_attempt_at = timezone.now()
+    try:
+        response = httpx.post(delivery.webhook.url, content=body, headers=headers,
+                              timeout=TIMEOUT_S)  # fmt: skip
+        delivery.status_code, delivery.error = response.status_code, ""
+        delivery.delivered = 200 <= response.status_code < 300
+        if not delivery.delivered:
+            delivery.error = f"HTTP {response.status_code}: {response.text[:200]}"
+    except httpx.HTTPError as exc:
+        delivery.status_code, delivery.error = None, f"{type(exc).__name__}: {exc}"[:500]
+    delivery.save(update_fields=["attempts", "last_attempt_at", "status_code", "error",
+                                 "delivered"])  # fmt: skip
+    return delivery.delivered
+
+
+def backoff() -> list[float]:
+    """Seconds to wait before each retry (one entry per retry)."""
+    return list(settings.ALLOT_WEBHOOK_BACKOFF_S)
+
+
+def deliver(delivery_id: int) -> None:
+    """Send one delivery, retrying with back-off: Celery re-enqueues, a thread sleeps."""
+    delivery = Delivery.objects.select_related("webhook").get(id=delivery_id)
+    if settings.REDIS_URL:
+        if not attempt(delivery) and delivery.attempts <= len(backoff()):
+            from portal.notify.tasks import deliver_webhook
+
+            deliver_webhook.apply_async((delivery_id,), queue="notify",
+                                        countdown=backoff()[delivery.attempts - 1])  # fmt: skip
+        return
+    for wait in [*backoff(), None]:
+        if attempt(delivery) or wait is None:
+            return
+        time.sleep(wait)
