@@ -84,7 +84,7 @@ def server(transactional_db, tmp_path, settings, request):
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
         ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1" if jupyter else "0",
-        ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"),
+        ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"), ALLOT_NOTIFICATIONS="1",
     )  # fmt: skip
     env.pop("REDIS_URL", None)
     server = Server(_free_port(), env, tmp_path / "daphne.log")

@@ -139,3 +139,21 @@ def test_the_overview_shows_reconnecting_and_recovers_when_the_server_restarts(
     server.start()
     expect(live).to_have_attribute("data-state", "live", timeout=20_000)
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_a_researcher_sees_a_toast_when_their_job_is_preempted(
+    page, server, member, outsider, nodes, team_a, team_b, artifacts
+):
+    """bob's 16-GPU gang runs on idle GPUs beyond team-a's quota; eve of team-b then asks for
+    team-b's quota, the scheduler reclaims it (R9) and bob's open page says so."""
+    bob = replay.Portal(server.url, Token.objects.create(user=member).key)
+    eve = replay.Portal(server.url, Token.objects.create(user=outsider).key)
+    bob.require("POST", "/api/v1/jobs/", {"project": "team-a", "name": "big", "gpus": 8,
+                                          "pods": 2})  # fmt: skip
+    sign_in(page, server, "bob")
+    expect(page.locator('[data-job="team-a/big"] .status-Running')).to_be_visible()
+    eve.require("POST", "/api/v1/jobs/", {"project": "team-b", "name": "mine", "gpus": 2})
+    toast = page.locator(".toast-evicted")
+    expect(toast).to_contain_text("team-a/big preempted", timeout=10_000)
+    expect(toast).to_contain_text("R9")
+    page.screenshot(path=artifacts / "toast-preempted.png")
