@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from portal.jobs.models import Job
+from portal.scheduling.health import POLICY_FIELDS
 from portal.tenancy.models import Membership, Project, Role
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
@@ -76,10 +77,7 @@ def can_manage_members(user, project: Project) -> bool:
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
 
 
-PROJECT_ADMIN_FIELDS = frozenset({
-    "interactive_time_limit_s", "training_max_runtime_s", "interactive_idle_timeout_s",
-    "train_idle_timeout_s", "idle_threshold", "timeout_warning_s", "timeout_extension_s",
-})  # fmt: skip
+PROJECT_ADMIN_FIELDS = frozenset(POLICY_FIELDS)  # time limits and job health, not quota
 
 
 def editable_project_fields(user, project: Project) -> frozenset[str] | None:

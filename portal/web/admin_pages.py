@@ -22,21 +22,16 @@ from portal.cluster import services as node_services
 from portal.cluster.models import Node
 from portal.cluster.serializers import NodeSerializer
 from portal.jobs.overview import build_overview
+from portal.scheduling.health import POLICY_FIELDS
 from portal.tenancy import access, services
 from portal.tenancy.models import Membership, Role
 from portal.tenancy.queries import with_usage
 from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
 from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
 
-HEALTH_FIELDS = (
-    "interactive_time_limit_s", "training_max_runtime_s", "interactive_idle_timeout_s",
-    "train_idle_timeout_s", "idle_threshold", "timeout_warning_s", "timeout_extension_s",
-)  # fmt: skip
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
-    "node_pools": LIST, "interactive_time_limit_s": NUMBER, "training_max_runtime_s": NUMBER,
-    "interactive_idle_timeout_s": NUMBER, "train_idle_timeout_s": NUMBER, "idle_threshold": NUMBER,
-    "timeout_warning_s": NUMBER, "timeout_extension_s": NUMBER,
+    "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, NUMBER),
 }  # fmt: skip
 
 
@@ -116,7 +111,7 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
             "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
             "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
             **{field: "" if getattr(project, field) is None else getattr(project, field)
-               for field in HEALTH_FIELDS},
+               for field in POLICY_FIELDS},
         }  # fmt: skip
     return render(
         request,
