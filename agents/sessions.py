@@ -8,6 +8,11 @@ so every link it writes goes back through the portal. The token never leaves the
 proxy adds it to each request, so the server is useless to anyone who reaches the port without
 going through the portal's login and project check.
 
+Each server runs under a small watchdog (`python -m agents.sessions --parent PID -- COMMAND`) that
+ends it when the portal process that started it is gone, so stopping `make run` leaves no stray
+Jupyter behind; the next cycle of a new portal process starts again the sessions the database
+still holds.
+
 A session is described by a small JSON file in `directory` (port, token, pid), written when the
 server starts and removed when it stops, so every process of the portal on this machine (the web
 process that proxies, the one that runs the cycle) sees the same sessions, and starting twice
@@ -137,14 +142,31 @@ class LocalSessions:
                    JUPYTER_CONFIG_DIR=str(home / ".jupyter"),
                    JUPYTER_RUNTIME_DIR=str(home / ".runtime"))  # fmt: skip
         process = subprocess.Popen(
-            [*self.command, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-             f"--ServerApp.base_url={base_url}", f"--ServerApp.root_dir={home / 'work'}",
-             "--ServerApp.allow_remote_access=True", "--LabApp.news_url=",
-             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-             "--ServerApp.terminals_enabled=False",
-             *(["--allow-root"] if os.geteuid() == 0 else [])],
-            cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "agents.sessions",
+                "--parent",
+                str(os.getpid()),
+                "--",
+                *self.command,
+                "--no-browser",
+                "--ip=127.0.0.1",
+                f"--port={port}",
+                f"--ServerApp.base_url={base_url}",
+                f"--ServerApp.root_dir={home / 'work'}",
+                "--ServerApp.allow_remote_access=True",
+                "--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--ServerApp.terminals_enabled=False",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            cwd=home,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip (a process group of its own: the watchdog below and the server)
         log.close()
         (home / "work").mkdir(exist_ok=True)
         session = Session(project, name, port, token, process.pid, base_url)
@@ -198,7 +220,11 @@ def _alive(pid: int) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)  # reap our own child if it exited
         if done == pid:
             return False
-    return True
+    try:  # someone else's exited child waits to be reaped: a zombie is not alive
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def _terminate(pid: int, grace_s: float) -> None:
@@ -218,3 +244,29 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def watch(parent: int, command: list[str], poll_s: float = 1.0) -> int:
+    """Run `command` while process `parent` lives; end it (SIGTERM, then SIGKILL) when the
+    parent is gone; exit with the command's status when it ends by itself."""
+    child = subprocess.Popen(command)
+    signal.signal(signal.SIGTERM, lambda *_: (child.terminate(), sys.exit(143)))
+    while True:
+        try:
+            return child.wait(timeout=poll_s)
+        except subprocess.TimeoutExpired:
+            pass
+        if not _alive(parent) or os.getppid() == 1:
+            child.terminate()
+            try:
+                return child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                return child.wait()
+
+
+if __name__ == "__main__":
+    _, flag, parent_pid, separator, *rest = sys.argv
+    if flag != "--parent" or separator != "--" or not rest:
+        sys.exit("usage: python -m agents.sessions --parent PID -- COMMAND ...")
+    sys.exit(watch(int(parent_pid), rest))

@@ -62,3 +62,34 @@ def test_the_simulated_agent_runs_jupyter_jobs_for_real(tmp_path):
     assert agent.urls(spec) == [{"port": 8888, "url": "/sessions/team-e/nb/", "simulated": False}]
     agent.stop("team-e", "nb")
     assert agent.sessions.get("team-e", "nb") is None
+
+
+def test_a_session_ends_when_the_portal_process_that_started_it_is_gone(tmp_path):
+    """No stray Jupyter after `make run` stops: the watchdog ends the server with its parent."""
+    import subprocess
+    import sys
+
+    from tests.paths import ROOT
+
+    starter = (
+        "import sys; from agents.sessions import LocalSessions; "
+        f"s = LocalSessions({str(tmp_path)!r}, command=(sys.executable, '-c', "
+        "'import time; time.sleep(120)')); print(s.start('team-e', 'nb').pid)"
+    )
+    done = subprocess.run([sys.executable, "-c", starter], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30, check=True)  # fmt: skip
+    pid = int(done.stdout.strip())  # the starter has exited; its session must follow
+    assert wait(lambda: not _running(pid), 10), "the session outlived its portal process"
+    assert LocalSessions(tmp_path).get("team-e", "nb") is None
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
