@@ -39,7 +39,7 @@ class Command(BaseCommand):
         password = settings.ALLOT_ADMIN_PASSWORD or secrets.token_urlsafe(12)
         users.create_superuser(username=username, password=password, email="")
         self.stdout.write(self.style.SUCCESS("Created the admin account."))
-        self.stdout.write(f"  Log in at http://127.0.0.1:8000/admin/ as {username!r}")
+        self.stdout.write(f"  Sign in at http://127.0.0.1:8000/ as {username!r}")
         if settings.ALLOT_ADMIN_PASSWORD:
             self.stdout.write("  with the password in ALLOT_ADMIN_PASSWORD.")
         else:
