@@ -86,6 +86,8 @@ class JobStatus:
     utilization: float | None = None
     simulated: bool = False
     message: str = ""
+    activity: str | None = None  # changes whenever the job writes output or makes progress
+    restarts: int = 0  # container restarts of its pods (crash loops, out of memory)
 
     @property
     def key(self) -> JobKey:

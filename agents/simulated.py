@@ -139,7 +139,17 @@ class SimulatedAgent:
             utilization=self._job_utilization(job, now) if phase == "Running" else None,
             simulated=True,
             message=message,
+            activity=self._activity(job, now) if phase == "Running" else None,
         )
+
+    def _activity(self, job: JobSpec, now: datetime) -> str:
+        """The number of log lines written so far: it grows every LOG_EVERY_S of running time,
+        until `ALLOT_SIM_HANG_AFTER_S` (in the job's environment) makes a simulated job hang."""
+        running_s = self._running_s(job, now)
+        hang = dict(job.environment).get("ALLOT_SIM_HANG_AFTER_S")
+        if hang is not None and hang.replace(".", "", 1).isdigit():
+            running_s = min(running_s, float(hang))
+        return str(int(running_s // LOG_EVERY_S))
 
     def _running_s(self, job: JobSpec, now: datetime) -> float:
         """Seconds since the container started (negative while it is still being created)."""

@@ -258,7 +258,8 @@ def list_jobs(project, all_projects, as_json):
     table = Table("NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER", "GPUs",
                   "SERVICE URL(S)", box=None, pad_edge=False)  # fmt: skip
     for j in jobs:
-        table.add_row(j["name"], j["status"], age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
+        status = j["status"] + (" (stuck)" if j.get("stuck") else "")
+        table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
                       j["image"] or "-", j["project"], j["user"] or "-",
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
     out.print(table)
@@ -279,7 +280,8 @@ def get(name, project, as_json):
         click.echo(json.dumps({**job, "events": events}, indent=2))
         return
     click.echo(f"NAME: {job['name']}\nPROJECT: {job['project']}\nTYPE: {job['type']}")
-    click.echo(f"STATUS: {job['status']}\nGPUs: {job['gpus']:g} x {job['pods']} pod(s), "
+    stuck = " (stuck: no new output or progress, see EVENTS)" if job.get("stuck") else ""
+    click.echo(f"STATUS: {job['status']}{stuck}\nGPUs: {job['gpus']:g} x {job['pods']} pod(s), "
                f"allocated {job['allocated_gpus']:g}")  # fmt: skip
     click.echo(f"NODE(S): {', '.join(job['nodes']) or '-'}\nIMAGE: {job['image'] or '-'}")
     if job["status"] == "Pending":

@@ -75,6 +75,9 @@ class Job(models.Model):
     idle_since = models.DateTimeField(null=True, blank=True)  # GPUs under the idle threshold
     warned_for = models.CharField(max_length=32, blank=True, default="")  # policy warned about
     extended_s = models.PositiveIntegerField(default=0)  # added once by the owner's "extend"
+    activity = models.CharField(max_length=64, blank=True, default="")  # the agent's last word
+    active_at = models.DateTimeField(null=True, blank=True)  # when `activity` last changed
+    stuck = models.BooleanField(default=False)  # no output or progress for too long
     pending_reason = models.TextField(blank=True, default="")
     submitted_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -168,6 +168,7 @@ def _job(job: Job, now) -> dict:
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "wait_s": round(max(((job.started_at or now) - job.submitted_at).total_seconds(), 0.0), 1),
         "pending_reason": job.pending_reason,
+        "stuck": job.stuck,
     }
 
 

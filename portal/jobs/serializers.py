@@ -164,6 +164,7 @@ class JobSerializer(serializers.ModelSerializer):
             "finished_at",
             "wait_s",
             "pending_reason",
+            "stuck",
             "urls",
         ]
         read_only_fields = [
@@ -173,6 +174,7 @@ class JobSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "pending_reason",
+            "stuck",
         ]
         # The (project, name) uniqueness is a 409 from services.submit_job, not a 400 here.
         validators = []

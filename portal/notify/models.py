@@ -17,6 +17,7 @@ NOTIFIED = {
     "failed": "failed",
     "timed out": "timed out",
     "warning": "idle or time-limit warning",
+    "stuck": "stuck",
 }
 
 

@@ -186,9 +186,11 @@ def _event(state: ClusterState, key: JobKey, kind: str, message: str, now: datet
 
 
 def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) -> list[JobEvent]:
-    """Warnings as events; idleness and warnings as job row fields (one UPDATE per job)."""
+    """Warnings and Stuck flags as events; activity, idleness, warnings and the Stuck flag as job
+    row fields (one UPDATE per job that changed)."""
     warnings = JobEvent.objects.bulk_create(
-        _event(state, note.job, "warning", note.warning, now) for note in notes if note.warning
+        [_event(state, note.job, "warning", note.warning, now) for note in notes if note.warning]
+        + [_event(state, note.job, "stuck", note.stuck, now) for note in notes if note.stuck]
     )
     for note in notes:
         if note.fields:

@@ -25,9 +25,11 @@ from datetime import datetime, timedelta
 
 DEFAULT_IDLE_THRESHOLD = 0.01
 DEFAULT_WARNING_S = 900
+STUCK_RESTARTS = 3  # pods restarted this often (crash loop, repeated OOM): stuck at once
 POLICY_FIELDS = (
     "interactive_time_limit_s", "training_max_runtime_s", "interactive_idle_timeout_s",
     "train_idle_timeout_s", "idle_threshold", "timeout_warning_s", "timeout_extension_s",
+    "stuck_after_s", "stuck_stop_after_s",
 )  # fmt: skip
 
 
@@ -42,14 +44,17 @@ class HealthPolicy:
     idle_threshold: float = DEFAULT_IDLE_THRESHOLD
     timeout_warning_s: int = DEFAULT_WARNING_S
     timeout_extension_s: int | None = None
+    stuck_after_s: int | None = None  # a training job without new output this long is Stuck
+    stuck_stop_after_s: int | None = None  # ... and is stopped this long after (None: never)
 
     @property
     def active(self) -> bool:
-        """True when any policy can end a job."""
+        """True when any policy can end or flag a job."""
         return any(
             value is not None
             for value in (self.interactive_time_limit_s, self.training_max_runtime_s,
-                          self.interactive_idle_timeout_s, self.train_idle_timeout_s)
+                          self.interactive_idle_timeout_s, self.train_idle_timeout_s,
+                          self.stuck_after_s)
         )  # fmt: skip
 
 
@@ -74,6 +79,9 @@ class JobHealth:
     idle_since: datetime | None
     warned_for: str
     extended_s: int
+    active_at: datetime | None = None  # when its output or progress last changed
+    stuck: bool = False
+    restarts: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,21 @@ class Verdict:
     warned_for: str | None = None  # the new value of the job's `warned_for`, when it changes
     idle_since: datetime | None = None
     idle_changed: bool = False
+    stuck: bool | None = None  # the job's new Stuck flag, when it changes
+    stuck_message: str = ""  # the event that flags it
+
+
+def stuck_for(job: JobHealth, policy: HealthPolicy, now: datetime) -> str:
+    """Why a training job counts as stuck now ("" when it does not)."""
+    if job.type == "interactive" or policy.stuck_after_s is None:
+        return ""
+    if job.restarts >= STUCK_RESTARTS:
+        return f"its pods restarted {job.restarts} times (crash loop or out of memory)"
+    if job.active_at is not None:
+        silent = (now - job.active_at).total_seconds()
+        if silent >= policy.stuck_after_s:
+            return f"no new output or progress for {silent:.0f} s"
+    return ""
 
 
 def deadlines(job: JobHealth, policy: HealthPolicy) -> list[tuple[str, datetime, str]]:
@@ -104,6 +127,11 @@ def deadlines(job: JobHealth, policy: HealthPolicy) -> list[tuple[str, datetime,
         found.append(("idle GPU timeout", job.idle_since + timedelta(seconds=idle) + extra,
                       f"idle GPU timeout of {idle} s (under {policy.idle_threshold:.0%} "
                       "utilization)"))  # fmt: skip
+    if (job.type != "interactive" and policy.stuck_after_s is not None
+            and policy.stuck_stop_after_s is not None and job.active_at is not None):  # fmt: skip
+        grace = policy.stuck_after_s + policy.stuck_stop_after_s
+        found.append(("stuck job", job.active_at + timedelta(seconds=grace) + extra,
+                      f"stuck-job stop after {grace} s without output or progress"))  # fmt: skip
     return sorted(found, key=lambda item: item[1])
 
 
@@ -117,11 +145,13 @@ def judge(
         idle_since, idle_changed = now, True
     elif not idle and idle_since is not None:
         idle_since, idle_changed = None, True
-    current = JobHealth(job.type, job.started_at, idle_since, job.warned_for, job.extended_s)
+    current = JobHealth(job.type, job.started_at, idle_since, job.warned_for, job.extended_s,
+                        job.active_at, job.stuck, job.restarts)  # fmt: skip
+    flags = _stuck_flag(current, policy, now)
     for name, deadline, what in deadlines(current, policy):
         if now >= deadline:
             return Verdict(timed_out=_ended(name, what, current, utilization, now),
-                           idle_since=idle_since, idle_changed=idle_changed)  # fmt: skip
+                           idle_since=idle_since, idle_changed=idle_changed, **flags)  # fmt: skip
     for name, deadline, what in deadlines(current, policy):
         if now >= deadline - timedelta(seconds=policy.timeout_warning_s):
             if job.warned_for == name:
@@ -131,12 +161,26 @@ def judge(
                       if policy.timeout_extension_s and not job.extended_s else "")  # fmt: skip
             message = f"warning: the {what} ends this job in {left:.0f} s{extend}"
             return Verdict(warning=message, warned_for=name, idle_since=idle_since,
-                           idle_changed=idle_changed)  # fmt: skip
-    return Verdict(idle_since=idle_since, idle_changed=idle_changed)
+                           idle_changed=idle_changed, **flags)  # fmt: skip
+    return Verdict(idle_since=idle_since, idle_changed=idle_changed, **flags)
+
+
+def _stuck_flag(job: JobHealth, policy: HealthPolicy, now: datetime) -> dict:
+    """Raise the Stuck flag (with its event) when the job became stuck, lower it when not."""
+    why = stuck_for(job, policy, now)
+    if why and not job.stuck:
+        stop = (f"; it is stopped {policy.stuck_stop_after_s} s later unless it moves"
+                if policy.stuck_stop_after_s is not None else "")  # fmt: skip
+        return {"stuck": True, "stuck_message": f"stuck: {why}{stop}"}
+    if not why and job.stuck:
+        return {"stuck": False}
+    return {}
 
 
 def _ended(name: str, what: str, job: JobHealth, utilization, now: datetime) -> str:
-    if name == "idle GPU timeout":
+    if name == "stuck job":
+        figure = f"no output or progress for {(now - job.active_at).total_seconds():.0f} s"
+    elif name == "idle GPU timeout":
         idle_s = (now - job.idle_since).total_seconds()
         figure = f"GPUs idle for {idle_s:.0f} s, utilization now {utilization:.1%}"
     else:

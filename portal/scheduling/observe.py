@@ -58,6 +58,7 @@ class HealthNote:
     job: JobKey
     warning: str = ""
     fields: tuple[tuple[str, object], ...] = ()
+    stuck: str = ""  # the event that flags the job Stuck
 
 
 def transitions(
@@ -74,10 +75,12 @@ def transitions(
         verdict = None
         if info is not None and info.health.active:
             utilization = seen.utilization if seen is not None else None
+            active_at, moved = _activity(row, seen, observation.at)
             job = JobHealth(row.type, row.started_at, row.idle_since, row.warned_for,
-                            row.extended_s)  # fmt: skip
+                            row.extended_s, active_at, row.stuck,
+                            seen.restarts if seen is not None else 0)  # fmt: skip
             verdict = health.judge(job, info.health, utilization, observation.at)
-            note = _note(key, verdict)
+            note = _note(key, verdict, moved)
             if note is not None:
                 notes.append(note)
         if verdict is not None and verdict.timed_out:
@@ -89,15 +92,26 @@ def transitions(
     return changes, notes
 
 
-def _note(key: JobKey, verdict) -> HealthNote | None:
-    fields = []
+def _activity(row: JobRow, seen: JobStatus | None, now) -> tuple[object, tuple]:
+    """(when the job's output last changed, the row fields to store when it changed now)."""
+    if seen is None or seen.activity is None:
+        return row.active_at or row.started_at, ()
+    if seen.activity != row.activity or row.active_at is None:
+        return now, (("activity", seen.activity[:64]), ("active_at", now))
+    return row.active_at, ()
+
+
+def _note(key: JobKey, verdict, moved: tuple = ()) -> HealthNote | None:
+    fields = list(moved)
     if verdict.idle_changed:
         fields.append(("idle_since", verdict.idle_since))
     if verdict.warned_for is not None:
         fields.append(("warned_for", verdict.warned_for))
-    if not fields and not verdict.warning:
+    if verdict.stuck is not None:
+        fields.append(("stuck", verdict.stuck))
+    if not fields and not verdict.warning and not verdict.stuck_message:
         return None
-    return HealthNote(key, verdict.warning, tuple(fields))
+    return HealthNote(key, verdict.warning, tuple(fields), verdict.stuck_message)
 
 
 def _phase_change(key: JobKey, row: JobRow, seen: JobStatus | None) -> Transition | None:

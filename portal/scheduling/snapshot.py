@@ -33,6 +33,9 @@ class JobRow:
     idle_since: datetime | None = None
     warned_for: str = ""
     extended_s: int = 0
+    activity: str = ""
+    active_at: datetime | None = None
+    stuck: bool = False
 
     @property
     def holding(self) -> bool:
@@ -140,7 +143,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         .values_list(
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
-            "idle_since", "warned_for", "extended_s", named=True,
+            "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
+            named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -164,6 +168,9 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             row.idle_since,
             row.warned_for,
             row.extended_s,
+            row.activity,
+            row.active_at,
+            row.stuck,
         )
     return tuple(jobs), index
 

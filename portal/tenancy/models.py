@@ -26,6 +26,8 @@ class Department(models.Model):
     idle_threshold = models.FloatField(null=True, blank=True)  # 0..1, default 0.01
     timeout_warning_s = models.PositiveIntegerField(null=True, blank=True)  # default 900
     timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
+    stuck_after_s = models.PositiveIntegerField(null=True, blank=True)  # training without output
+    stuck_stop_after_s = models.PositiveIntegerField(null=True, blank=True)  # None: only flag
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -58,6 +60,8 @@ class Project(models.Model):
     idle_threshold = models.FloatField(null=True, blank=True)  # 0..1, default 0.01
     timeout_warning_s = models.PositiveIntegerField(null=True, blank=True)  # default 900
     timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
+    stuck_after_s = models.PositiveIntegerField(null=True, blank=True)  # training without output
+    stuck_stop_after_s = models.PositiveIntegerField(null=True, blank=True)  # None: only flag
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 

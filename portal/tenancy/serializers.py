@@ -40,6 +40,8 @@ class ProjectSerializer(serializers.ModelSerializer):
     )  # fmt: skip
     timeout_warning_s = serializers.IntegerField(**SECONDS)
     timeout_extension_s = serializers.IntegerField(**SECONDS)
+    stuck_after_s = serializers.IntegerField(**SECONDS)
+    stuck_stop_after_s = serializers.IntegerField(**SECONDS)
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -59,6 +61,8 @@ class ProjectSerializer(serializers.ModelSerializer):
             "idle_threshold",
             "timeout_warning_s",
             "timeout_extension_s",
+            "stuck_after_s",
+            "stuck_stop_after_s",
             "allocated_gpus",
             "fair_share",
             "running_jobs",

@@ -94,7 +94,7 @@
       el("th", { scope: "row" }, j.name), cell(j.project), cell(j.user || "–"), cell(j.type),
       cell(j.nodes.join(", ")), cell(gpus(j.allocated_gpus), "num"),
       el("td", { class: "num", data: { since: j.started_at } }, duration(since(j.started_at))),
-      el("td", { class: "status-" + j.status }, j.status),
+      el("td", { class: "status-" + j.status }, j.status, j.stuck ? el("span", { class: "badge warn" }, " Stuck") : null),
       cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"))));
     document.getElementById("running-count").textContent = `(${ov.cluster.running_jobs})`;
     body.closest(".card").querySelector(".empty").hidden = ov.running.length > 0;

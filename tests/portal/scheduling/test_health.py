@@ -181,3 +181,63 @@ def test_with_every_policy_off_nothing_is_ever_timed_out(cluster, clock, utiliza
         cluster.cycle()
     assert cluster.job("team-a", "j").status == Status.RUNNING
     assert not JobEvent.objects.filter(kind__in=["warning", "timed out"]).exists()
+
+
+def run_until(cluster, clock, until_s: float, every_s: float = 10) -> None:
+    """Cycles every `every_s` of frozen time until `until_s` after now."""
+    end = clock.now.timestamp() + until_s
+    while clock.now.timestamp() + every_s <= end:
+        clock.advance(every_s)
+        cluster.cycle()
+
+
+def test_a_training_job_without_output_is_flagged_stuck_then_stopped(cluster, clock):
+    cluster.node("n1", 1)
+    cluster.project("team-a", 1, stuck_after_s=300, stuck_stop_after_s=600,
+                    timeout_warning_s=60)  # fmt: skip
+    cluster.submit("team-a", "hung", gpus=1, environment={"ALLOT_SIM_HANG_AFTER_S": "60"})
+    cluster.settle()  # starts at t=0; its log stops growing at t=60 (simulated hang)
+    run_until(cluster, clock, 350)  # t=350: quiet for 290 s
+    assert not cluster.job("team-a", "hung").stuck
+    run_until(cluster, clock, 10)  # t=360: quiet for 300 s
+    hung = cluster.job("team-a", "hung")
+    assert hung.stuck and hung.status == Status.RUNNING
+    assert events("hung", "stuck") == [
+        "stuck: no new output or progress for 300 s; it is stopped 600 s later unless it moves"
+    ]
+    run_until(cluster, clock, 540)  # t=900: one warning 60 s before the stop
+    assert len(events("hung", "warning")) == 1
+    run_until(cluster, clock, 50)  # t=950
+    assert cluster.job("team-a", "hung").status == Status.RUNNING
+    clock.advance(10)  # t=960 = 60 + 300 + 600
+    cluster.cycle()
+    assert cluster.job("team-a", "hung").status == Status.TIMED_OUT
+    assert events("hung", "timed out") == [
+        "timed out: stuck-job stop after 900 s without output or progress reached "
+        "(no output or progress for 900 s)"]  # fmt: skip
+
+
+def test_a_job_that_keeps_writing_is_never_stuck(cluster, clock):
+    cluster.node("n1", 1)
+    cluster.project("team-a", 1, stuck_after_s=60, stuck_stop_after_s=60)
+    cluster.submit("team-a", "busy", gpus=1)
+    cluster.settle()
+    run_until(cluster, clock, 600)
+    busy = cluster.job("team-a", "busy")
+    assert busy.status == Status.RUNNING and not busy.stuck
+
+
+def test_restarting_pods_make_a_job_stuck_at_once_and_recovery_clears_the_flag():
+    from datetime import UTC, datetime
+
+    from portal.scheduling.health import HealthPolicy, JobHealth, judge
+
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    policy = HealthPolicy(stuck_after_s=3600)
+    looping = JobHealth("train", now, None, "", 0, active_at=now, restarts=3)
+    verdict = judge(looping, policy, 0.5, now)
+    assert verdict.stuck is True and "restarted 3 times" in verdict.stuck_message
+    recovered = JobHealth("train", now, None, "", 0, active_at=now, stuck=True, restarts=0)
+    assert judge(recovered, policy, 0.5, now).stuck is False
+    notebook = JobHealth("interactive", now, None, "", 0, active_at=now, restarts=5)
+    assert judge(notebook, policy, 0.5, now).stuck is None  # stuck is for training jobs
