@@ -23,7 +23,7 @@ from portal.tenancy.models import Project
 MAX_POINTS = 5000  # per series
 AUTO_POINTS = 1000  # an automatic step gives at most this many points
 NICE_STEPS_S = (1, 2, 5, 10, 30, 60, 300, 3600, 3 * 3600, 6 * 3600, 86400)
-SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization")
+SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization", "idle")
 
 
 class EpochBucket(Func):
@@ -79,21 +79,28 @@ class Series:
             "source": self.source,
             "simulated": self.simulated,
             "times": [t.isoformat() for t in self.times],
-            "projects": [{"name": name, **series} for name, series in self.projects.items()],
+            "projects": [
+                {"name": name, **series, "idle_gpu_hours": self.idle_gpu_hours(name)}
+                for name, series in self.projects.items()
+            ],
             "cluster": self.cluster,
         }
 
+    def idle_gpu_hours(self, name: str) -> float:
+        """GPU-hours the project held idle (under 5 % utilization) over the range."""
+        idle = [value for value in self.projects[name]["idle"] if value is not None]
+        return round(sum(idle) * self.step_s / 3600, 3)
+
     def csv_rows(self) -> Iterable[list]:
-        """time, project, allocated, quota, fair share, pending, running, utilization."""
+        """time, project, then the mean of each series over the step."""
         yield ["time", "project", "allocated_gpus", "quota", "fair_share", "pending_jobs",
-               "running_jobs", "utilization"]  # fmt: skip
+               "running_jobs", "utilization", "idle_gpus"]  # fmt: skip
         for name, series in self.projects.items():
             for index, moment in enumerate(self.times):
                 values = [series[key][index] for key in SERIES]
                 if all(value is None for value in values):
                     continue
-                allocated, quota, fair, pending, running, util = values
-                yield [moment.isoformat(), name, allocated, quota, fair, pending, running, util]
+                yield [moment.isoformat(), name, *values]
 
 
 def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str] | None) -> Series:
@@ -110,7 +117,7 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
     busy, weight, seen = [0.0] * count, [0.0] * count, [False] * count
     simulated = False
     for row in _rows(resolution, datetime.fromtimestamp(first, UTC), end, step, first):
-        project_id, index, allocated, quota, fair, pending, running, utilization, sim = row
+        project_id, index, allocated, quota, fair, pending, running, utilization, idle, sim = row
         name = names.get(project_id)
         if name is None or not 0 <= index < count:
             continue
@@ -119,6 +126,7 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
             series = projects[name] = tuple([None] * count for _ in SERIES)
         series[0][index], series[1][index], series[2][index] = allocated, quota, fair
         series[3][index], series[4][index], series[5][index] = pending, running, utilization
+        series[6][index] = idle
         simulated = simulated or sim
         seen[index] = True
         allocated_total[index] += allocated
@@ -168,7 +176,7 @@ def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped
 _RAW = _sql(
     "jobs_usagesample", "time",
     ("AVG(allocated_gpus)", "AVG(quota)", "AVG(fair_share)", "AVG(pending_jobs)::float8",
-     "AVG(running_jobs)::float8", "AVG(utilization)"),
+     "AVG(running_jobs)::float8", "AVG(utilization)", "AVG(idle_gpus)"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP = _sql(
@@ -176,14 +184,15 @@ _ROLLUP = _sql(
     ("SUM(allocated_sum) / SUM(samples)", "SUM(quota_sum) / SUM(samples)",
      "SUM(fair_share_sum) / SUM(samples)", "SUM(pending_sum) / SUM(samples)",
      "SUM(running_sum) / SUM(samples)",
-     "SUM(utilization_sum) / NULLIF(SUM(utilization_samples), 0)"),
+     "SUM(utilization_sum) / NULLIF(SUM(utilization_samples), 0)",
+     "SUM(idle_sum) / SUM(samples)"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP_AS_IS = _sql(
     "jobs_usagerollup", "bucket",
     ("allocated_sum / samples", "quota_sum / samples", "fair_share_sum / samples",
      "pending_sum / samples", "running_sum / samples",
-     "utilization_sum / NULLIF(utilization_samples, 0)"),
+     "utilization_sum / NULLIF(utilization_samples, 0)", "idle_sum / samples"),
     "simulated", grouped=False,
 )  # fmt: skip
 
@@ -219,7 +228,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             .annotate(
                 a=Avg("allocated_gpus"), q=Avg("quota"), f=Avg("fair_share"),
                 p=Avg("pending_jobs"), r=Avg("running_jobs"), u=Avg("utilization"),
-                sim=Count("id", filter=Q(simulated=True)),
+                i=Avg("idle_gpus"), sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
         means = [(row, 1, 1) for row in rows]
@@ -232,7 +241,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             .annotate(
                 n=Sum("samples"), a=Sum("allocated_sum"), q=Sum("quota_sum"),
                 f=Sum("fair_share_sum"), p=Sum("pending_sum"), r=Sum("running_sum"),
-                u=Sum("utilization_sum"), un=Sum("utilization_samples"),
+                u=Sum("utilization_sum"), un=Sum("utilization_samples"), i=Sum("idle_sum"),
                 sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
@@ -243,6 +252,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             round(row["a"] / n, 3), round(row["q"] / n, 3), round(row["f"] / n, 3),
             round(row["p"] / n, 3), round(row["r"] / n, 3),
             round(row["u"] / un, 3) if row["u"] is not None and un else None,
+            round(row["i"] / n, 3),
             bool(row["sim"]),
         )
         for row, n, un in means
@@ -252,8 +262,8 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
 _UPSERT = """
 INSERT INTO jobs_usagerollup (resolution_s, bucket, project_id, samples, quota_sum,
     fair_share_sum, allocated_sum, running_sum, pending_sum, utilization_sum,
-    utilization_samples, simulated)
-VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s)
+    utilization_samples, idle_sum, simulated)
+VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     samples = jobs_usagerollup.samples + 1,
     quota_sum = jobs_usagerollup.quota_sum + excluded.quota_sum,
@@ -263,6 +273,7 @@ ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     pending_sum = jobs_usagerollup.pending_sum + excluded.pending_sum,
     utilization_sum = jobs_usagerollup.utilization_sum + excluded.utilization_sum,
     utilization_samples = jobs_usagerollup.utilization_samples + excluded.utilization_samples,
+    idle_sum = jobs_usagerollup.idle_sum + excluded.idle_sum,
     simulated = excluded.simulated
 """
 
@@ -278,7 +289,7 @@ def roll_up(samples: Iterable[UsageSample]) -> None:
             params.append(
                 (resolution, bucket, sample.project_id, sample.quota, sample.fair_share,
                  sample.allocated_gpus, sample.running_jobs, sample.pending_jobs,
-                 sample.utilization or 0.0, int(measured), sample.simulated)
+                 sample.utilization or 0.0, int(measured), sample.idle_gpus, sample.simulated)
             )  # fmt: skip
     if params:
         with connection.cursor() as cursor:

@@ -144,6 +144,7 @@ class UsageSample(models.Model):
     running_jobs = models.PositiveIntegerField(default=0)
     pending_jobs = models.PositiveIntegerField(default=0)
     utilization = models.FloatField(null=True, blank=True)  # 0..1 of the allocated GPUs
+    idle_gpus = models.FloatField(default=0.0)  # allocated to running jobs under 5 % utilization
     simulated = models.BooleanField(default=False)
 
     class Meta:
@@ -172,6 +173,7 @@ class UsageRollup(models.Model):
     pending_sum = models.FloatField(default=0.0)
     utilization_sum = models.FloatField(default=0.0)
     utilization_samples = models.PositiveIntegerField(default=0)
+    idle_sum = models.FloatField(default=0.0)
     simulated = models.BooleanField(default=False)
 
     class Meta:

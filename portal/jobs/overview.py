@@ -12,6 +12,7 @@ The cycle broadcasts the full view once; each websocket consumer and the REST en
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import OuterRef, Subquery
@@ -19,7 +20,7 @@ from django.utils import timezone
 
 from portal.cluster import metrics
 from portal.cluster.models import Node
-from portal.jobs.models import HOLDING, Job, JobType, Status, UsageSample
+from portal.jobs.models import HOLDING, Job, JobEvent, JobType, Status, UsageSample
 from portal.tenancy import access
 from portal.tenancy.models import Project
 from portal.tenancy.queries import with_usage
@@ -62,6 +63,7 @@ def build_full_overview() -> dict:
         "running": running,
         "pending": pending,
         "nodes": node_rows,
+        "attention": _attention(running, now),
     }
 
 
@@ -70,8 +72,13 @@ def overview_for(full: dict, visible: frozenset[str] | None) -> dict:
     if visible is None:
         return {**full, "running": full["running"][:JOBS_SHOWN],
                 "pending": full["pending"][:JOBS_SHOWN]}  # fmt: skip
+    attention = {
+        panel: [job for job in jobs if job["project"] in visible]
+        for panel, jobs in full["attention"].items()
+    }
     return {
         **full,
+        "attention": attention,
         "projects": [p for p in full["projects"] if p["name"] in visible],
         "running": [j for j in full["running"] if j["project"] in visible][:JOBS_SHOWN],
         "pending": [j for j in full["pending"] if j["project"] in visible][:JOBS_SHOWN],
@@ -178,6 +185,27 @@ def _running(job: Job, figures, now) -> dict:
     row["utilization"] = figures.job(job.project.name, job.name)
     row["utilization_simulated"] = figures.simulated
     return row
+
+
+ATTENTION_WINDOW = timedelta(hours=24)  # failed and timed-out jobs shown this long
+
+
+def _attention(running: list[dict], now) -> dict:
+    """The triage panels: jobs holding idle GPUs, and stuck, failed or timed-out jobs."""
+    idle = [job for job in running if job["status"] == Status.RUNNING
+            and job["utilization"] is not None and job["utilization"] < IDLE_BELOW]  # fmt: skip
+    troubled = [{**job, "problem": "stuck: no new output or progress"}
+                for job in running if job["stuck"]]  # fmt: skip
+    last_event = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-time", "-id")
+    ended = (
+        Job.objects.filter(status__in=[Status.FAILED, Status.TIMED_OUT],
+                           finished_at__gte=now - ATTENTION_WINDOW)
+        .select_related("project", "user")
+        .annotate(last_message=Subquery(last_event.values("message")[:1]))
+        .order_by("-finished_at")[:100]
+    )  # fmt: skip
+    troubled += [{**_job(job, now), "problem": job.last_message or job.status} for job in ended]
+    return {"idle": idle, "troubled": troubled}
 
 
 def _pending(now) -> list[dict]:

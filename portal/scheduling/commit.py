@@ -21,6 +21,7 @@ from django.db.models import Max
 from agents.base import Observation
 from portal.jobs.analytics import roll_up
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
+from portal.jobs.overview import IDLE_BELOW
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
 from portal.scheduling.observe import HealthNote, Transition
@@ -224,6 +225,7 @@ class _Tally:
     pending: int = 0
     busy_milli: int = 0  # GPUs whose utilization the agent reported
     weighted_utilization: float = 0.0
+    idle_milli: int = 0  # GPUs of running jobs under IDLE_BELOW utilization
 
     def add(self, milli: int, running: bool, utilization: float | None) -> None:
         if not running:
@@ -234,6 +236,8 @@ class _Tally:
         if utilization is not None:
             self.busy_milli += milli
             self.weighted_utilization += utilization * milli
+            if utilization < IDLE_BELOW:
+                self.idle_milli += milli
 
     @property
     def utilization(self) -> float | None:
@@ -264,6 +268,7 @@ def write_usage(
             running_jobs=tallies[name].running,
             pending_jobs=tallies[name].pending,
             utilization=tallies[name].utilization,
+            idle_gpus=tallies[name].idle_milli / 1000,
             simulated=simulated,
         )
         for name, info in state.project_rows.items()

@@ -67,6 +67,12 @@
                            line: { color: "#2a9d5c", shape: "hv" }, hovertemplate: "%{y:.0f} %<extra></extra>" }];
     Plotly.react("allocation-chart", allocation, { ...BASE, height: 380, yaxis: { title: { text: "GPUs" }, rangemode: "tozero" } }, CONFIG);
     Plotly.react("pending-chart", pending, { ...BASE, height: 260, yaxis: { title: { text: "jobs" }, rangemode: "tozero" } }, CONFIG);
+    const idleNames = data.projects.map((p) => p.name);
+    Plotly.react("idle-chart", [{ type: "bar", x: idleNames, y: data.projects.map((p) => p.idle_gpu_hours),
+                                  marker: { color: data.projects.map((p, i) => PALETTE[i % PALETTE.length]) },
+                                  hovertemplate: "%{x}: %{y:.2f} GPU-hours idle<extra></extra>" }],
+                 { ...BASE, height: 260, showlegend: false, xaxis: { type: "category" },
+                   yaxis: { title: { text: "GPU-hours" }, rangemode: "tozero" } }, CONFIG);
     Plotly.react("utilization-chart", utilization, { ...BASE, height: 260, showlegend: false,
                  yaxis: { title: { text: data.simulated ? "% (simulated)" : "%" }, range: [0, 100] } }, CONFIG);
   }

@@ -147,6 +147,23 @@
     }));
   }
 
+  function renderAttention(ov) {
+    const idle = ov.attention.idle, troubled = ov.attention.troubled;
+    const idleBody = document.querySelector("#idle-jobs tbody");
+    idleBody.replaceChildren(...idle.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+      el("th", { scope: "row" }, j.name), cell(j.project), cell(j.user || "–"),
+      cell(gpus(j.allocated_gpus), "num"),
+      cell(pct(j.utilization) + (j.utilization_simulated ? " (sim)" : ""), "num"))));
+    document.getElementById("idle-count").textContent = `(${idle.length})`;
+    idleBody.closest("div").querySelector(".empty").hidden = idle.length > 0;
+    const troubledBody = document.querySelector("#troubled-jobs tbody");
+    troubledBody.replaceChildren(...troubled.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+      el("th", { scope: "row" }, j.name), cell(j.project), cell(j.stuck ? "Stuck" : j.status),
+      cell(j.problem, "reason"))));
+    document.getElementById("troubled-count").textContent = `(${troubled.length})`;
+    troubledBody.closest("div").querySelector(".empty").hidden = troubled.length > 0;
+  }
+
   function render(ov) {
     current = ov;
     skew = Date.now() - Date.parse(ov.generated_at);
@@ -154,6 +171,7 @@
     renderProjects(ov);
     renderRunning(ov);
     renderPending(ov);
+    renderAttention(ov);
     renderNodes(ov);
     const updated = document.getElementById("updated");
     updated.dateTime = ov.generated_at;

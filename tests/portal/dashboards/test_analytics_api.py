@@ -13,12 +13,12 @@ pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 1, tzinfo=UTC)  # on an hour boundary
 
 
-def record(project, seconds, allocated, quota=4.0, pending=0, utilization=0.5):
+def record(project, seconds, allocated, quota=4.0, pending=0, utilization=0.5, idle=0.0):
     """One sample, rolled up like the cycle does."""
     sample = UsageSample.objects.create(
         time=T0 + timedelta(seconds=seconds), project=project, quota=quota, fair_share=quota,
         allocated_gpus=allocated, running_jobs=int(allocated), pending_jobs=pending,
-        utilization=utilization, simulated=True,
+        utilization=utilization, idle_gpus=idle, simulated=True,
     )  # fmt: skip
     roll_up([sample])
 
@@ -29,7 +29,8 @@ def two_hours(team_a, team_b):
     for second in range(0, 7200, 10):
         first_hour = second < 3600
         record(team_a, second, 4.0 if first_hour else 8.0, pending=0 if first_hour else 2)
-        record(team_b, second, 2.0 if first_hour else 0.0, quota=2.0)
+        record(team_b, second, 2.0 if first_hour else 0.0, quota=2.0,
+               idle=2.0 if first_hour else 0.0)  # fmt: skip
 
 
 def get(client, **params):
@@ -51,6 +52,15 @@ def test_hourly_steps_give_the_mean_of_each_hour(api, cluster_admin, two_hours):
     assert body["cluster"]["allocated"] == [6.0, 8.0]
     assert body["cluster"]["pending"] == [0.0, 2.0]
     assert body["simulated"] is True
+
+
+def test_idle_gpu_hours_add_up_over_the_range(api, cluster_admin, two_hours):
+    client = api(cluster_admin)
+    window = {"from": "2026-11-01T00:00:00Z", "to": "2026-11-01T02:00:00Z"}
+    for step in (60, 300, 3600):  # samples, 5-minute and hourly rollups
+        body = get(client, **window, step=step).json()
+        assert series(body, "team-b")["idle_gpu_hours"] == 2.0  # 2 GPUs idle for an hour
+        assert series(body, "team-a")["idle_gpu_hours"] == 0.0
 
 
 def test_raw_samples_and_rollups_agree(api, cluster_admin, two_hours):
@@ -86,6 +96,7 @@ def test_the_csv_holds_the_same_series(api, cluster_admin, two_hours):
     assert "attachment" in response["Content-Disposition"]
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0][:4] == ["time", "project", "allocated_gpus", "quota"]
+    assert rows[0][-1] == "idle_gpus"
     team_a = [row for row in rows[1:] if row[1] == "team-a"]
     assert [float(row[2]) for row in team_a] == [4.0, 8.0]
 

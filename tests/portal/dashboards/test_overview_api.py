@@ -98,3 +98,22 @@ def test_overview_for_all_is_the_full_view_capped(busy):
     full = build_full_overview()
     assert overview_for(full, None)["running"] == full["running"]
     assert overview_for(full, frozenset())["running"] == []
+
+
+def test_the_triage_panels_list_idle_and_troubled_jobs(busy, api, viewer, monkeypatch):
+    from agents import simulated
+    from portal.jobs.models import Job, Status
+
+    real = simulated.device_utilization
+    monkeypatch.setattr(
+        simulated, "device_utilization",
+        lambda job, device, now: 0.0 if job.name == "a-two" else real(job, device, now),
+    )  # fmt: skip
+    settle()
+    Job.objects.filter(name="b-six").update(status=Status.TIMED_OUT, finished_at=Job.objects.get(
+        name="b-six").submitted_at, placement=[])  # fmt: skip
+    attention = busy.get("/api/v1/overview/").json()["attention"]
+    assert [job["name"] for job in attention["idle"]] == ["a-two"]
+    assert [job["name"] for job in attention["troubled"]] == ["b-six"]
+    mine = api(viewer).get("/api/v1/overview/").json()["attention"]
+    assert [job["name"] for job in mine["idle"]] == ["a-two"] and mine["troubled"] == []
