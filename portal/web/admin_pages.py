@@ -22,6 +22,8 @@ from portal.cluster import services as node_services
 from portal.cluster.models import Node
 from portal.cluster.serializers import NodeSerializer
 from portal.jobs.overview import build_overview
+from portal.notify.api import WebhookSerializer
+from portal.notify.models import Delivery, Preference, Webhook
 from portal.scheduling.health import POLICY_FIELDS
 from portal.tenancy import access, services
 from portal.tenancy.models import Membership, Role
@@ -69,6 +71,10 @@ def project_detail(request: HttpRequest, name: str) -> HttpResponse:
             "can_edit": access.editable_project_fields(request.user, project) != frozenset(),
             "can_delete": access.is_cluster_admin(request.user),
             "can_submit": access.can_submit(request.user, project),
+            "webhooks": project.webhooks.order_by("id"),
+            "deliveries": Delivery.objects.filter(webhook__project=project)
+            .select_related("webhook")
+            .order_by("-id")[:20],
             "errors": {},
         },
     )
@@ -159,6 +165,37 @@ def member_add(request: HttpRequest, name: str) -> HttpResponse:
     errors = errors or field_errors(serializer.errors)
     for field, reasons in errors.items():
         messages.error(request, f"{field}: {' '.join(reasons)}")
+    return redirect("project-detail", name=name)
+
+
+@login_required
+@require_POST
+def webhook_add(request: HttpRequest, name: str) -> HttpResponse:
+    """Add a webhook to the project (its admins); its signing secret is shown once."""
+    project = access.get_project_for(request.user, name)
+    _require(access.can_manage_members(request.user, project))
+    serializer = WebhookSerializer(data={"url": request.POST.get("url", "").strip()})
+    if serializer.is_valid():
+        webhook = serializer.save(project=project)
+        messages.success(
+            request, f"Webhook added. Its signing secret, shown once: {webhook.secret}"
+        )
+    else:
+        reasons = field_errors(serializer.errors).get("url", [])
+        messages.error(request, "url: " + " ".join(reasons))
+    return redirect("project-detail", name=name)
+
+
+@login_required
+@require_POST
+def webhook_delete(request: HttpRequest, name: str, pk: int) -> HttpResponse:
+    """Remove one of the project's webhooks (its delivery log goes with it)."""
+    project = access.get_project_for(request.user, name)
+    _require(access.can_manage_members(request.user, project))
+    deleted, _ = Webhook.objects.filter(project=project, id=pk).delete()
+    if not deleted:
+        raise Http404("No such webhook.")
+    messages.success(request, "Webhook removed.")
     return redirect("project-detail", name=name)
 
 
@@ -287,6 +324,13 @@ def me(request: HttpRequest) -> HttpResponse:
             Token.objects.filter(user=request.user).delete()
             messages.success(request, "API token revoked: scripts using it now get 401.")
             return redirect("me")
+        elif action == "notifications":
+            Preference.objects.update_or_create(
+                user=request.user,
+                defaults={"email": "email" in request.POST, "browser": "browser" in request.POST},
+            )
+            messages.success(request, "Notification settings saved.")
+            return redirect("me")
         elif action == "password":
             form = PasswordChangeForm(request.user, request.POST)
             if form.is_valid():
@@ -296,8 +340,10 @@ def me(request: HttpRequest) -> HttpResponse:
                 return redirect("me")
     token = Token.objects.filter(user=request.user).first()
     roles = Membership.objects.filter(user=request.user).select_related("project")
+    preference = Preference.objects.filter(user=request.user).first() or Preference()
     return render(
         request,
         "web/me.html",
-        {"page": "me", "token": token, "new_token": new_token, "form": form, "roles": roles},
-    )
+        {"page": "me", "token": token, "new_token": new_token, "form": form, "roles": roles,
+         "preference": preference},
+    )  # fmt: skip

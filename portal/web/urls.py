@@ -24,6 +24,12 @@ urlpatterns = [
         admin_pages.member_remove,
         name="member-remove",
     ),
+    path("projects/<str:name>/webhooks/", admin_pages.webhook_add, name="webhook-add"),
+    path(
+        "projects/<str:name>/webhooks/<int:pk>/delete/",
+        admin_pages.webhook_delete,
+        name="webhook-delete",
+    ),
     path("nodes/", admin_pages.nodes, name="nodes"),
     path("nodes/<str:name>/", admin_pages.node_update, name="node-update"),
     path("users/", admin_pages.users, name="users"),

@@ -137,3 +137,29 @@ def test_stop_frees_the_gpus_and_keeps_the_events(api, member, nodes):
         JobEvent.objects.filter(job_name="j", kind="deleted").exists()
         or JobEvent.objects.filter(job_name="j").count() >= 2
     )
+
+
+def test_a_project_admin_adds_and_removes_a_webhook_and_sees_its_secret_once(owner):
+    from portal.notify.models import Webhook
+
+    client = browser(owner)
+    added = client.post("/projects/team-a/webhooks/", {"url": "https://hooks.example.org/a"},
+                        follow=True).content.decode()  # fmt: skip
+    webhook = Webhook.objects.get(project__name="team-a")
+    assert webhook.secret in added and "https://hooks.example.org/a" in added
+    assert webhook.secret not in client.get("/projects/team-a/").content.decode()
+    bad = client.post("/projects/team-a/webhooks/", {"url": "not a url"}, follow=True)
+    assert "url: Enter a valid URL." in bad.content.decode()
+    client.post(f"/projects/team-a/webhooks/{webhook.id}/delete/")
+    assert not Webhook.objects.exists()
+
+
+def test_my_notification_settings_are_saved(member):
+    from portal.notify.models import Preference
+
+    client = browser(member)
+    client.post("/me/", {"action": "notifications", "browser": "on"})
+    preference = Preference.objects.get(user=member)
+    assert (preference.email, preference.browser) == (False, True)
+    page = client.get("/me/").content.decode()
+    assert 'name="email" checked' not in page and 'name="browser" checked' in page
