@@ -54,6 +54,9 @@ class JobSpec:
     ports: tuple[int, ...] = ()
     service_type: str = ""
     sim_duration_s: float | None = None
+    user: str = ""
+    volumes: tuple[tuple[str, str, bool], ...] = ()  # (PVC name, mount path, read-only)
+    large_shm: bool = False
 
     @property
     def key(self) -> JobKey:

@@ -51,6 +51,7 @@ def placement_specs(placement: list[dict]) -> tuple[PodSpec, ...]:
 SPEC_FIELDS = (
     "id", "project__name", "name", "type", "gpus", "pods", "image", "command", "args",
     "environment", "ports", "service_type", "sim_duration_s", "placement", "started_at",
+    "volumes", "user__username",
 )  # fmt: skip
 
 
@@ -71,6 +72,10 @@ def spec_from_values(row: dict) -> JobSpec:
         ports=tuple(int(port) for port in row["ports"] or ()),
         service_type=row["service_type"],
         sim_duration_s=row["sim_duration_s"],
+        user=row.get("user__username") or "",
+        volumes=tuple(
+            (v["pvc"], v["mount_path"], bool(v.get("read_only"))) for v in row.get("volumes") or ()
+        ),
     )
 
 
@@ -78,6 +83,7 @@ def job_spec(job) -> JobSpec:
     """A JobSpec from a Job row (ORM object)."""
     row = {name: getattr(job, name) for name in SPEC_FIELDS if "__" not in name}
     row["project__name"] = job.project.name
+    row["user__username"] = job.user.get_username() if job.user else ""
     return spec_from_values(row)
 
 

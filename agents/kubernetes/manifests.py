@@ -1,0 +1,233 @@
+"""The Kubernetes objects that carry out Allot's plan, as plain dicts (pure functions).
+
+Allot is the scheduler: every pod names `schedulerName: allot` and is bound to the planned node
+through the `pods/binding` subresource (`binding`), as KAI and other secondary schedulers do.
+
+- Whole GPUs: the pod requests `nvidia.com/gpu: n` on its node.
+- Fractions follow KAI's approach: one reservation pod per shared device (`reservation_pod`)
+  holds `nvidia.com/gpu: 1` on the node, and the fractional pods request no GPU but get that
+  device in `NVIDIA_VISIBLE_DEVICES` plus `ALLOT_GPU_FRACTION` and `ALLOT_GPU_MEMORY_MIB`. As in
+  KAI, the memory limit is cooperative: the GPU does not enforce it.
+- A job's ports get a Service; `service_type=ingress` adds an `networking.k8s.io/v1` Ingress
+  whose path is `/{project}-{name}-{port}`, Run:AI's convention.
+
+Each project's work lives in the namespace `allot-<project>`. Labels carry project, job, user
+and type, so the agent finds a job's objects by label selector.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from agents.base import JobSpec, PodSpec
+
+SCHEDULER_NAME = "allot"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
+GPU = "nvidia.com/gpu"
+RESERVATION_NAMESPACE = "allot-system"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+DEFAULT_IMAGE = "python:3.11-slim"
+SHM_SIZE = "8Gi"  # runai's --large-shm
+
+
+def namespace_for(project: str) -> str:
+    """The namespace of a project's jobs."""
+    return f"allot-{project}"[:63].rstrip("-")
+
+
+def label_value(text: str) -> str:
+    """`text` as a valid label value (63 characters of [A-Za-z0-9._-], alphanumeric ends)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text)[:63]
+    return cleaned.strip("-._")
+
+
+def job_labels(job: JobSpec) -> dict[str, str]:
+    """The labels that find a job's pods, services and ingresses."""
+    labels = {**MANAGED_BY, "allot.io/project": job.project, "allot.io/job": job.name,
+              "allot.io/type": job.type}  # fmt: skip
+    if job.user and label_value(job.user):
+        labels["allot.io/user"] = label_value(job.user)
+    return labels
+
+
+def namespace(project: str) -> dict:
+    """The project's namespace."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace_for(project),
+                     "labels": {**MANAGED_BY, "allot.io/project": project}},
+    }  # fmt: skip
+
+
+def pod_name(job: JobSpec, index: int) -> str:
+    """The name of pod `index` of the job."""
+    return f"{job.name}-{index}"
+
+
+def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
+             image_pull_policy: str = "IfNotPresent") -> list[dict]:  # fmt: skip
+    """One pod per placed pod of the job, each for its node (bound there after creation)."""
+    return [
+        _pod(job, index, pod, (gpu_memory_mib or {}).get(pod.node), image_pull_policy)
+        for index, pod in enumerate(job.placement)
+    ]
+
+
+def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: str) -> dict:
+    container = {
+        "name": "main",
+        "image": job.image or DEFAULT_IMAGE,
+        "imagePullPolicy": pull,
+        "env": [{"name": key, "value": value} for key, value in job.environment],
+    }
+    if job.command:
+        container["command"] = shlex.split(job.command)
+    if job.args:
+        container["args"] = list(job.args)
+    if job.ports:
+        container["ports"] = [{"containerPort": port} for port in job.ports]
+    if pod.share < 1:  # a fraction of one device: the reservation pod holds the GPU
+        devices = ",".join(str(device) for device in pod.devices)
+        container["env"] += [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": devices},
+            {"name": "ALLOT_GPU_FRACTION", "value": f"{pod.share:g}"},
+        ]
+        if memory_mib:
+            container["env"].append(
+                {"name": "ALLOT_GPU_MEMORY_MIB", "value": str(int(memory_mib * pod.share))}
+            )
+    elif pod.devices:
+        container["resources"] = {"limits": {GPU: len(pod.devices)}}
+    volumes, mounts = [], []
+    for i, (claim, path, read_only) in enumerate(job.volumes):
+        claim_source = {"claimName": claim, "readOnly": read_only}
+        volumes.append({"name": f"pvc-{i}", "persistentVolumeClaim": claim_source})
+        mounts.append({"name": f"pvc-{i}", "mountPath": path, "readOnly": read_only})
+    if job.large_shm:
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}})
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+    if mounts:
+        container["volumeMounts"] = mounts
+    spec = {
+        "schedulerName": SCHEDULER_NAME,
+        "restartPolicy": "Never" if job.type == "train" else "Always",
+        "containers": [container],
+    }
+    if volumes:
+        spec["volumes"] = volumes
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name(job, index),
+            "namespace": namespace_for(job.project),
+            "labels": {**job_labels(job), "allot.io/pod-index": str(index)},
+            "annotations": {
+                "allot.io/node": pod.node,
+                "allot.io/devices": ",".join(map(str, pod.devices)),
+                "allot.io/share": f"{pod.share:g}",
+            },
+        },
+        "spec": spec,
+    }
+
+
+def reservation_pod(node: str, device: int) -> dict:
+    """The pod that holds one shared device on `node` while fractional pods use it (KAI)."""
+    name = label_value(f"allot-reservation-{node}-{device}".lower()).replace(".", "-")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": RESERVATION_NAMESPACE,
+            "labels": {
+                **MANAGED_BY,
+                "allot.io/reservation": "true",
+                "allot.io/node": label_value(node),
+                "allot.io/device": str(device),
+            },
+        },
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": [
+                {"name": "reserve", "image": PAUSE_IMAGE, "resources": {"limits": {GPU: 1}}}
+            ],
+        },
+    }
+
+
+def binding(namespace_name: str, pod: str, node: str) -> dict:
+    """The `pods/binding` body that places `pod` on `node`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": pod, "namespace": namespace_name},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
+
+
+def service(job: JobSpec) -> dict | None:
+    """A ClusterIP Service for the job's ports (None without ports)."""
+    if not job.ports:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": job.name,
+            "namespace": namespace_for(job.project),
+            "labels": job_labels(job),
+        },
+        "spec": {
+            "selector": {"allot.io/project": job.project, "allot.io/job": job.name},
+            "ports": [
+                {"name": f"port-{port}", "port": port, "targetPort": port} for port in job.ports
+            ],
+        },
+    }
+
+
+def ingress_path(job: JobSpec, port: int) -> str:
+    """Run:AI's ingress path of one port of a job."""
+    return f"/{job.project}-{job.name}-{port}"
+
+
+def ingress(job: JobSpec, host: str, class_name: str | None = None) -> dict | None:
+    """An Ingress for `service_type=ingress` jobs: one path per port (None otherwise)."""
+    if job.service_type != "ingress" or not job.ports:
+        return None
+    paths = [
+        {"path": ingress_path(job, port), "pathType": "Prefix",
+         "backend": {"service": {"name": job.name, "port": {"number": port}}}}
+        for port in job.ports
+    ]  # fmt: skip
+    spec = {"rules": [{"host": host, "http": {"paths": paths}}]}
+    if class_name:
+        spec["ingressClassName"] = class_name
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": job.name,
+            "namespace": namespace_for(job.project),
+            "labels": job_labels(job),
+        },
+        "spec": spec,
+    }
+
+
+def ingress_urls(job: JobSpec, host: str, scheme: str = "https") -> list[dict]:
+    """Where an ingress job's ports answer: `[{"port", "url"}]`."""
+    if job.service_type != "ingress":
+        return []
+    return [{"port": port, "url": f"{scheme}://{host}{ingress_path(job, port)}"}
+            for port in job.ports]  # fmt: skip
+
+
+def shared_devices(job: JobSpec) -> list[tuple[str, int]]:
+    """(node, device) of every device the job shares with others: each needs a reservation."""
+    return sorted({(pod.node, device) for pod in job.placement if pod.share < 1
+                   for device in pod.devices})  # fmt: skip

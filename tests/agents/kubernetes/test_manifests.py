@@ -1,0 +1,120 @@
+"""Every object the Kubernetes agent would send, validated against the official Kubernetes
+schema (kubernetes-validate, strict: unknown fields fail), and what each must say."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import kubernetes_validate
+import pytest
+
+from agents.base import JobSpec, PodSpec
+from agents.kubernetes import manifests
+
+K8S = "1.30"
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def valid(obj: dict) -> dict:
+    kubernetes_validate.validate(obj, K8S, strict=True)
+    return obj
+
+
+def job(**fields) -> JobSpec:
+    base = {"project": "team-a", "name": "train-1", "placement": (PodSpec("dgx1-1", (0, 1)),),
+            "started_at": NOW, "image": "gcr.io/run-ai-demo/quickstart", "gpus": 2.0,
+            "user": "bob"}  # fmt: skip
+    return JobSpec(**{**base, **fields})
+
+
+def container(pod: dict) -> dict:
+    return pod["spec"]["containers"][0]
+
+
+def env(pod: dict) -> dict:
+    return {item["name"]: item["value"] for item in container(pod).get("env", [])}
+
+
+def test_a_whole_gpu_pod_asks_for_its_gpus_and_names_allot_as_scheduler():
+    (pod,) = manifests.job_pods(job())
+    valid(pod)
+    assert pod["spec"]["schedulerName"] == "allot"
+    assert container(pod)["resources"]["limits"] == {"nvidia.com/gpu": 2}
+    assert pod["metadata"]["namespace"] == "allot-team-a"
+    labels = pod["metadata"]["labels"]
+    assert (labels["allot.io/project"], labels["allot.io/job"], labels["allot.io/user"],
+            labels["allot.io/type"]) == ("team-a", "train-1", "bob", "train")  # fmt: skip
+    assert "nodeName" not in pod["spec"]  # placed by a binding, not by the default scheduler
+
+
+def test_a_fraction_gets_its_device_and_share_but_no_gpu_request():
+    notebook = job(name="nb", type="interactive", gpus=0.5,
+                   placement=(PodSpec("dgx1-1", (3,), 0.5),), ports=(8888,))  # fmt: skip
+    (pod,) = manifests.job_pods(notebook, gpu_memory_mib={"dgx1-1": 32768})
+    valid(pod)
+    assert "resources" not in container(pod)
+    assert env(pod) | {} == {"NVIDIA_VISIBLE_DEVICES": "3", "ALLOT_GPU_FRACTION": "0.5",
+                             "ALLOT_GPU_MEMORY_MIB": "16384"}  # fmt: skip
+    assert pod["spec"]["restartPolicy"] == "Always"
+    assert manifests.shared_devices(notebook) == [("dgx1-1", 3)]
+    reservation = valid(manifests.reservation_pod("dgx1-1", 3))
+    assert container(reservation)["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert reservation["spec"]["schedulerName"] == "allot"
+
+
+def test_a_gang_gets_one_pod_per_placement_with_its_own_name():
+    nodes = (PodSpec("dgx1-1", tuple(range(8))), PodSpec("dgx1-2", tuple(range(8))))
+    gang = job(name="dist", pods=2, gpus=8.0, placement=nodes)
+    pods = [valid(pod) for pod in manifests.job_pods(gang)]
+    assert [p["metadata"]["name"] for p in pods] == ["dist-0", "dist-1"]
+    assert [p["metadata"]["annotations"]["allot.io/node"] for p in pods] == ["dgx1-1", "dgx1-2"]
+
+
+def test_command_args_env_pvcs_and_large_shm_are_passed_on():
+    full = job(command="python train.py --data /data", args=("--epochs", "3"),
+               environment=(("SEED", "1"),), volumes=(("test", "/tmp/pvc1mount", False),
+                                                      ("ro-data", "/data", True)),
+               large_shm=True)  # fmt: skip
+    (pod,) = manifests.job_pods(full)
+    valid(pod)
+    main = container(pod)
+    assert main["command"] == ["python", "train.py", "--data", "/data"]
+    assert main["args"] == ["--epochs", "3"] and env(pod) == {"SEED": "1"}
+    mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
+    assert mounts["/tmp/pvc1mount"]["readOnly"] is False and mounts["/data"]["readOnly"] is True
+    assert "/dev/shm" in mounts
+    claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]
+              if "persistentVolumeClaim" in v]  # fmt: skip
+    assert claims == ["test", "ro-data"]
+
+
+def test_a_jupyter_job_gets_a_service_and_an_ingress_with_runais_path():
+    notebook = job(name="a-1-1-jupyter", type="interactive", ports=(8888,),
+                   service_type="ingress")  # fmt: skip
+    svc = valid(manifests.service(notebook))
+    assert svc["spec"]["ports"][0]["port"] == 8888
+    ing = valid(manifests.ingress(notebook, "gpu.example.org", class_name="nginx"))
+    rule = ing["spec"]["rules"][0]
+    assert rule["http"]["paths"][0]["path"] == "/team-a-a-1-1-jupyter-8888"
+    assert manifests.ingress_urls(notebook, "gpu.example.org") == [
+        {"port": 8888, "url": "https://gpu.example.org/team-a-a-1-1-jupyter-8888"}]  # fmt: skip
+    assert manifests.ingress(job(), "gpu.example.org") is None
+
+
+def test_the_binding_and_the_namespace_are_valid():
+    valid(manifests.binding("allot-team-a", "train-1-0", "dgx1-1"))
+    namespace = valid(manifests.namespace("team-a"))
+    assert namespace["metadata"]["labels"]["allot.io/project"] == "team-a"
+
+
+@pytest.mark.parametrize("user", ["alice@example.org", "Bob Smith", "-x-", "é"])
+def test_any_username_becomes_a_valid_label_or_none(user):
+    (pod,) = manifests.job_pods(job(user=user))
+    valid(pod)
+
+
+def test_an_invalid_object_fails_validation():
+    (pod,) = manifests.job_pods(job())
+    pod["spec"]["containers"][0]["gpus"] = 2  # not a field of Container
+    with pytest.raises(kubernetes_validate.ValidationError):
+        valid(pod)
