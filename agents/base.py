@@ -106,6 +106,11 @@ class NodeStatus:
     ready: bool = True
     device_utilization: dict[int, float] = field(default_factory=dict)
     simulated: bool = False
+    gpus: int | None = None  # what the cluster says the node has (None: not reported)
+    gpu_product: str = ""
+    gpu_memory_mib: int | None = None
+    pool: str = ""
+    schedulable: bool = True
 
 
 @dataclass(frozen=True)

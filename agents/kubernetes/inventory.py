@@ -1,0 +1,74 @@
+"""What the cluster has: nodes with `nvidia.com/gpu` allocatable, read with the official client.
+
+GPU model and memory come from NVIDIA GPU feature discovery's labels (`nvidia.com/gpu.product`,
+`nvidia.com/gpu.memory` in MiB), the pool from a configurable label (default `allot.io/pool`),
+readiness from the Ready condition and the cordon from `spec.unschedulable`. Nodes without GPUs
+are not Allot's concern and are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kubernetes import client
+
+from agents.base import NodeStatus
+
+GPU = "nvidia.com/gpu"
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+MEMORY_LABEL = "nvidia.com/gpu.memory"
+
+
+@dataclass(frozen=True)
+class KubernetesConfig:
+    """Where the cluster is and how Allot reads it (the portal fills it from ALLOT_K8S_*)."""
+
+    host: str | None = None  # None: in-cluster service account, else KUBECONFIG / context
+    context: str | None = None
+    pool_label: str = "allot.io/pool"
+    default_pool: str = "default"
+    verify_ssl: bool = True
+
+
+def api_client(config: KubernetesConfig) -> client.ApiClient:
+    """An ApiClient for `config.host`, the in-cluster account, or the kubeconfig context."""
+    if config.host:
+        configuration = client.Configuration()
+        configuration.host = config.host
+        configuration.verify_ssl = config.verify_ssl
+        return client.ApiClient(configuration)
+    from kubernetes import config as kube_config
+
+    try:
+        kube_config.load_incluster_config()
+    except kube_config.ConfigException:
+        kube_config.load_kube_config(context=config.context)
+    return client.ApiClient()
+
+
+def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | None:
+    """One node as Allot sees it, or None when it has no GPUs."""
+    allocatable = (node.status.allocatable or {}) if node.status else {}
+    gpus = int(allocatable.get(GPU, "0") or 0)
+    if gpus <= 0:
+        return None
+    labels = node.metadata.labels or {}
+    conditions = (node.status.conditions or []) if node.status else []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    memory = labels.get(MEMORY_LABEL, "")
+    return NodeStatus(
+        name=node.metadata.name,
+        ready=ready,
+        gpus=gpus,
+        gpu_product=labels.get(PRODUCT_LABEL, ""),
+        gpu_memory_mib=int(memory) if memory.isdigit() else None,
+        pool=labels.get(config.pool_label, config.default_pool),
+        schedulable=not (node.spec and node.spec.unschedulable),
+    )
+
+
+def inventory(api: client.ApiClient, config: KubernetesConfig) -> list[NodeStatus]:
+    """Every GPU node of the cluster, by name."""
+    nodes = client.CoreV1Api(api).list_node(_request_timeout=10).items
+    found = [node_status(node, config) for node in nodes]
+    return sorted((n for n in found if n is not None), key=lambda n: n.name)
