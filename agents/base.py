@@ -115,12 +115,17 @@ class NodeStatus:
 
 @dataclass(frozen=True)
 class Observation:
-    """What one look at the cluster saw, at time `at`: every job the agent runs, and nodes."""
+    """What one look at the cluster saw, at time `at`: every job the agent runs, and nodes.
+
+    `problem` says why the agent could not look (the API server is unreachable): the jobs are
+    then as last seen and `nodes` is empty, which means "unknown", not "gone".
+    """
 
     at: datetime
     jobs: dict[JobKey, JobStatus]
     nodes: tuple[NodeStatus, ...] = ()
     simulated: bool = False
+    problem: str = ""
 
 
 class Agent(Protocol):

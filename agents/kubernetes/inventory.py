@@ -28,6 +28,15 @@ class KubernetesConfig:
     pool_label: str = "allot.io/pool"
     default_pool: str = "default"
     verify_ssl: bool = True
+    grace_period_s: int = 30  # how long a stopped or evicted job's containers get to exit
+    image_pull_policy: str = "IfNotPresent"
+    ingress_host: str = ""  # where `service_type=ingress` jobs answer (Run:AI's cluster URL)
+    ingress_class: str | None = None
+    ingress_scheme: str = "https"
+    dcgm_url: str = ""  # the DCGM exporter's /metrics ("" : utilization unknown)
+    watch_timeout_s: int = 30  # the server ends each watch after this; it resumes at once
+    node_refresh_s: float = 10.0  # how often the node list is read again
+    max_backoff_s: float = 60.0  # the longest wait between attempts while the API is down
 
 
 def api_client(config: KubernetesConfig) -> client.ApiClient:

@@ -44,8 +44,8 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
     )
 
 
-def start_job(api: client.ApiClient, job: JobSpec,
-              gpu_memory_mib: dict[str, int] | None = None) -> list[str]:  # fmt: skip
+def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
+              image_pull_policy: str = "IfNotPresent") -> list[str]:  # fmt: skip
     """Create and bind every pod of `job` (and the reservations of its shared devices); the
     names of the job's pods. All or nothing: a failure deletes the job's pods again."""
     core = client.CoreV1Api(api)
@@ -55,7 +55,7 @@ def start_job(api: client.ApiClient, job: JobSpec,
         reserve(core, node, device)
     created: list[str] = []
     try:
-        for pod in manifests.job_pods(job, gpu_memory_mib):
+        for pod in manifests.job_pods(job, gpu_memory_mib, image_pull_policy):
             name = pod["metadata"]["name"]
             if _create(core.create_namespaced_pod, namespace, pod):
                 created.append(name)
@@ -87,11 +87,35 @@ def delete_pod(core: client.CoreV1Api, namespace: str, name: str, grace_period_s
             raise
 
 
+def expose(api: client.ApiClient, job: JobSpec, ingress_host: str = "",
+           ingress_class: str | None = None) -> None:  # fmt: skip
+    """The job's Service (when it has ports) and, for `service_type=ingress`, its Ingress."""
+    namespace = manifests.namespace_for(job.project)
+    service = manifests.service(job)
+    if service is not None:
+        _create(client.CoreV1Api(api).create_namespaced_service, namespace, service)
+    ingress = manifests.ingress(job, ingress_host, ingress_class) if ingress_host else None
+    if ingress is not None:
+        _create(client.NetworkingV1Api(api).create_namespaced_ingress, namespace, ingress)
+
+
+def selector(project: str, name: str) -> str:
+    """The label selector of one job's objects."""
+    return f"allot.io/project={project},allot.io/job={name}"
+
+
 def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int = 30) -> None:
-    """Delete every pod of the job (found by its labels)."""
+    """Delete every pod, Service and Ingress of the job (found by its labels)."""
+    namespace, labels = manifests.namespace_for(project), selector(project, name)
     core = client.CoreV1Api(api)
-    core.delete_collection_namespaced_pod(
-        manifests.namespace_for(project),
-        label_selector=f"allot.io/project={project},allot.io/job={name}",
-        grace_period_seconds=grace_period_s,
-    )
+    try:
+        core.delete_collection_namespaced_pod(
+            namespace, label_selector=labels, grace_period_seconds=grace_period_s
+        )
+        core.delete_collection_namespaced_service(namespace, label_selector=labels)
+        client.NetworkingV1Api(api).delete_collection_namespaced_ingress(
+            namespace, label_selector=labels
+        )
+    except ApiException as exc:
+        if exc.status != 404:  # the namespace is gone: so is everything in it
+            raise

@@ -1,20 +1,35 @@
-"""A local HTTP server that speaks the subset of the Kubernetes API the agent uses, with the
-API's Status bodies and codes: nodes (list), namespaces and pods (create, list by label,
-delete, delete by label), pods/binding. Every object sent to it is validated against the
-official schema (`kubernetes-validate`, strict): an invalid one is a 422 Invalid, and the test
-that sent it fails through `invalid`. `fail_binding` names pods whose binding answers 500."""
+"""A local HTTP server that speaks the subset of the Kubernetes API the agent uses.
+
+Nodes (list), namespaces, pods (create, get, list by label in one namespace or all, delete, delete
+by label, watch), pods/binding, pods/log, services and ingresses (create, list, delete), with the
+API's Status bodies and codes: 404 NotFound, 409 AlreadyExists / Conflict, 410 Gone for a watch
+that resumes from a compacted resourceVersion, 422 Invalid, 500 on injected faults.
+
+Every object sent to it is validated against the official schema (`kubernetes-validate`,
+strict): an invalid one is a 422 and is recorded in `invalid`, which the tests assert empty.
+
+It plays the kubelet too: `set_pod_status` moves a pod through phases and container states, and
+with `auto_run` a bound pod is Running at once. `expire_watches` ends every open watch and
+compacts the history, so a watch that resumes gets 410 Gone; `go_down`/`come_up` take the whole
+server off the network and back on the same port.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
+import socket
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import kubernetes_validate
 
 K8S_VERSION = "1.30"
+INGRESSES = "/apis/networking.k8s.io/v1/namespaces/{}/ingresses"
 
 
 def status(code: int, reason: str, message: str) -> dict:
@@ -31,34 +46,75 @@ def _matches(obj: dict, selector: str) -> bool:
     return True
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        """A client that hangs up (a stopped watch) is normal; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeKubernetes:
     """`FakeKubernetes().url` answers like an API server."""
 
-    def __init__(self):
+    def __init__(self, auto_run: bool = False):
         self.nodes: list[dict] = []
         self.namespaces: dict[str, dict] = {}
         self.pods: dict[tuple[str, str], dict] = {}
+        self.services: dict[tuple[str, str], dict] = {}
+        self.ingresses: dict[tuple[str, str], dict] = {}
+        self.logs: dict[tuple[str, str], list[str]] = {}
         self.invalid: list[str] = []
-        self.fail_binding: set[str] = set()
+        self.fail_binding: set[str] = set()  # pod names whose binding answers 500
+        self.fail_create: set[str] = set()  # pod names whose creation answers 500
+        self.forbid_create: set[str] = set()  # pod names a ResourceQuota forbids (403)
+        self.down = False
         self.requests: list[tuple[str, str]] = []
-        self.lock = threading.Lock()
+        self.auto_run = auto_run
+        self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node), in order
+        self.deleted: list[tuple[str, str]] = []  # pods deleted, in order
+        self.rv = 1
+        self.history: list[tuple[int, str, dict]] = []  # (resourceVersion, event type, pod)
+        self.compacted_to = 0  # watches from a resourceVersion below this get 410 Gone
+        self.watch_epoch = 0  # bumped by expire_watches: open watches end
+        self.cond = threading.Condition()
+        self.server = self._serve(0)
+        self.port = self.server.server_port
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    # ------------------------------------------------------------------ the server
+    def _serve(self, port: int) -> ThreadingHTTPServer:
+        server = _Server(("127.0.0.1", port), self._handler())
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+    def _handler(self):
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # watches stream in chunks, as the API server's do
+
             def do_GET(self):
+                if fake.down:  # a server going away drops even kept-alive connections
+                    self.close_connection = True
+                    return
                 fake.requests.append(("GET", self.path))
                 url = urlsplit(self.path)
-                if url.path == "/api/v1/nodes":
-                    return self.answer(200, fake.listing("NodeList", fake.nodes))
-                match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", url.path)
-                if match:
-                    selector = parse_qs(url.query).get("labelSelector", [""])[0]
-                    items = [pod for (ns, _), pod in fake.pods.items()
-                             if ns == match[1] and _matches(pod, selector)]  # fmt: skip
-                    return self.answer(200, fake.listing("PodList", items))
-                return self.answer(404, status(404, "NotFound", f"{url.path} not found"))
+                query = {k: v[0] for k, v in parse_qs(url.query).items()}
+                if query.get("watch", "").lower() in ("true", "1"):  # Go's ParseBool
+                    return fake.watch(self, url.path, query)
+                with fake.cond:
+                    code, body = fake.get(url.path, query)
+                if isinstance(body, str):
+                    return self.text(code, body)
+                return self.answer(code, body)
 
             def do_POST(self):
+                if fake.down:  # a server going away drops even kept-alive connections
+                    self.close_connection = True
+                    return
                 fake.requests.append(("POST", self.path))
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 path = urlsplit(self.path).path
@@ -67,21 +123,29 @@ class FakeKubernetes:
                 except kubernetes_validate.ValidationError as exc:
                     fake.invalid.append(f"{path}: {exc.message}")
                     return self.answer(422, status(422, "Invalid", exc.message))
-                with fake.lock:
+                with fake.cond:
                     code, answer = fake.create(path, body)
                 return self.answer(code, answer)
 
             def do_DELETE(self):
+                if fake.down:  # a server going away drops even kept-alive connections
+                    self.close_connection = True
+                    return
                 fake.requests.append(("DELETE", self.path))
                 url = urlsplit(self.path)
-                with fake.lock:
+                with fake.cond:
                     code, answer = fake.delete(url.path, parse_qs(url.query))
                 return self.answer(code, answer)
 
             def answer(self, code: int, body: dict) -> None:
-                data = json.dumps(body).encode()
+                self.send(code, json.dumps(body).encode(), "application/json")
+
+            def text(self, code: int, body: str) -> None:
+                self.send(code, body.encode(), "text/plain")
+
+            def send(self, code: int, data: bytes, kind: str) -> None:
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -89,14 +153,100 @@ class FakeKubernetes:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return Handler
 
     @staticmethod
-    def listing(kind: str, items: list[dict]) -> dict:
-        return {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+    def listing(kind: str, items: list[dict], rv: int = 1) -> dict:
+        return {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)},
                 "items": items}  # fmt: skip
+
+    # ------------------------------------------------------------------ reads
+    def get(self, path: str, query: dict) -> tuple[int, dict | str]:
+        selector = query.get("labelSelector", "")
+        if path == "/api/v1/nodes":
+            return 200, self.listing("NodeList", self.nodes, self.rv)
+        if path == "/api/v1/pods":
+            items = [pod for pod in self.pods.values() if _matches(pod, selector)]
+            return 200, self.listing("PodList", items, self.rv)
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/(pods|services)", path)
+        if match:
+            store = self.pods if match[2] == "pods" else self.services
+            items = [o for (ns, _), o in store.items() if ns == match[1] and _matches(o, selector)]
+            return 200, self.listing("PodList" if match[2] == "pods" else "ServiceList", items)
+        match = re.fullmatch(r"/apis/networking.k8s.io/v1/namespaces/([^/]+)/ingresses", path)
+        if match:
+            items = [o for (ns, _), o in self.ingresses.items()
+                     if ns == match[1] and _matches(o, selector)]  # fmt: skip
+            return 200, {**self.listing("IngressList", items), "apiVersion": "networking.k8s.io/v1"}
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)(/log)?", path)
+        if match:
+            pod = self.pods.get((match[1], match[2]))
+            if pod is None:
+                return 404, status(404, "NotFound", f'pods "{match[2]}" not found')
+            if not match[3]:
+                return 200, pod
+            if pod["status"].get("phase") == "Pending":
+                message = f'container "main" in pod "{match[2]}" is waiting to start'
+                return 400, status(400, "BadRequest", message)
+            lines = self.logs.get((match[1], match[2]), [])
+            tail = int(query.get("tailLines", len(lines)))
+            return 200, "".join(f"{line}\n" for line in lines[-tail:] if tail)
+        return 404, status(404, "NotFound", f"{path} not found")
+
+    def watch(self, handler, path: str, query: dict) -> None:
+        """A watch stream of pod events after `resourceVersion`, one JSON object per line."""
+        if path != "/api/v1/pods":
+            return handler.answer(404, status(404, "NotFound", f"{path} not found"))
+        selector = query.get("labelSelector", "")
+        since = int(query.get("resourceVersion") or 0)
+        deadline = time.monotonic() + float(query.get("timeoutSeconds", 30))
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        with self.cond:
+            epoch = self.watch_epoch
+        try:
+            self._stream(handler, selector, since, deadline, epoch)
+            handler.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    def _stream(self, handler, selector: str, since: int, deadline: float, epoch: int) -> None:
+        while True:
+            with self.cond:
+                if since < self.compacted_to:
+                    gone = status(410, "Expired", f"too old resource version: {since}")
+                    self._write(handler, {"type": "ERROR", "object": gone})
+                    return
+                events = [e for e in self.history if e[0] > since]
+                if not events:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or epoch != self.watch_epoch:
+                        return
+                    self.cond.wait(min(left, 0.5))
+                    continue
+            for rv, kind, pod in events:
+                since = rv
+                if _matches(pod, selector):
+                    self._write(handler, {"type": kind, "object": pod})
+
+    @staticmethod
+    def _write(handler, event: dict) -> None:
+        """One event as one chunk of the chunked response."""
+        data = json.dumps(event).encode() + b"\n"
+        handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        handler.wfile.flush()
+
+    # ------------------------------------------------------------------ writes
+    def _event(self, kind: str, pod: dict) -> None:
+        """Record a pod change under a new resourceVersion and wake the watches."""
+        self.rv += 1
+        pod["metadata"]["resourceVersion"] = str(self.rv)
+        self.history.append((self.rv, kind, copy.deepcopy(pod)))
+        self.cond.notify_all()
 
     def create(self, path: str, body: dict) -> tuple[int, dict]:
         name = body.get("metadata", {}).get("name", "")
@@ -105,47 +255,142 @@ class FakeKubernetes:
                 return 409, status(409, "AlreadyExists", f'namespaces "{name}" already exists')
             self.namespaces[name] = body
             return 201, body
-        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods", path)
-        if match:
-            namespace = match[1]
-            if namespace not in self.namespaces:
-                return 404, status(404, "NotFound", f'namespaces "{namespace}" not found')
-            if (namespace, name) in self.pods:
-                return 409, status(409, "AlreadyExists", f'pods "{name}" already exists')
-            pod = {**body, "status": {"phase": "Pending"}}
-            pod["metadata"] = {**body["metadata"], "namespace": namespace}
-            self.pods[(namespace, name)] = pod
-            return 201, pod
         match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding", path)
         if match:
-            pod = self.pods.get((match[1], match[2]))
-            if pod is None:
-                return 404, status(404, "NotFound", f'pods "{match[2]}" not found')
-            if match[2] in self.fail_binding:
-                return 500, status(500, "InternalError", "etcd is having a bad day")
-            if pod["spec"].get("nodeName"):
-                return 409, status(409, "Conflict", f"pod {match[2]} is already assigned")
-            pod["spec"]["nodeName"] = body["target"]["name"]
-            return 201, status(201, "", "")
-        return 404, status(404, "NotFound", f"{path} not found")
-
-    def delete(self, path: str, query: dict) -> tuple[int, dict]:
-        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods(?:/([^/]+))?", path)
+            return self.bind(match[1], match[2], body)
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/(pods|services)", path) or re.fullmatch(
+            r"/apis/networking.k8s.io/v1/namespaces/([^/]+)/(ingresses)", path
+        )
         if not match:
             return 404, status(404, "NotFound", f"{path} not found")
-        namespace, name = match[1], match[2]
+        namespace, kind = match[1], match[2]
+        if namespace not in self.namespaces:
+            return 404, status(404, "NotFound", f'namespaces "{namespace}" not found')
+        store = {"pods": self.pods, "services": self.services, "ingresses": self.ingresses}[kind]
+        if (namespace, name) in store:
+            return 409, status(409, "AlreadyExists", f'{kind} "{name}" already exists')
+        if kind == "pods" and name in self.fail_create:
+            return 500, status(500, "InternalError", "etcd is having a bad day")
+        if kind == "pods" and name in self.forbid_create:
+            message = (f'pods "{name}" is forbidden: exceeded quota: gpu-quota, requested: '
+                       "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: "
+                       "requests.nvidia.com/gpu=8")  # fmt: skip
+            return 403, status(403, "Forbidden", message)
+        obj = copy.deepcopy(body)
+        obj["metadata"] = {**body["metadata"], "namespace": namespace, "uid": f"uid-{self.rv}"}
+        if kind == "pods":
+            obj["status"] = {"phase": "Pending"}
+            store[(namespace, name)] = obj
+            self._event("ADDED", obj)
+        else:
+            store[(namespace, name)] = obj
+        return 201, obj
+
+    def bind(self, namespace: str, name: str, body: dict) -> tuple[int, dict]:
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            return 404, status(404, "NotFound", f'pods "{name}" not found')
+        if name in self.fail_binding:
+            return 500, status(500, "InternalError", "etcd is having a bad day")
+        if pod["spec"].get("nodeName"):
+            return 409, status(409, "Conflict", f"pod {name} is already assigned")
+        pod["spec"]["nodeName"] = body["target"]["name"]
+        self.bindings.append((namespace, name, body["target"]["name"]))
+        if self.auto_run and namespace != "allot-system":
+            self._set_status(pod, "Running", running=True)
+        self._event("MODIFIED", pod)
+        return 201, status(201, "", "")
+
+    def delete(self, path: str, query: dict) -> tuple[int, dict]:
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/(pods|services)(?:/([^/]+))?", path)
+        match = match or re.fullmatch(
+            r"/apis/networking.k8s.io/v1/namespaces/([^/]+)/(ingresses)(?:/([^/]+))?", path
+        )
+        if not match:
+            return 404, status(404, "NotFound", f"{path} not found")
+        namespace, kind, name = match[1], match[2], match[3]
+        store = {"pods": self.pods, "services": self.services, "ingresses": self.ingresses}[kind]
         if name:
-            if self.pods.pop((namespace, name), None) is None:
-                return 404, status(404, "NotFound", f'pods "{name}" not found')
+            keys = [(namespace, name)] if (namespace, name) in store else []
+            if not keys:
+                return 404, status(404, "NotFound", f'{kind} "{name}" not found')
+        else:
+            selector = query.get("labelSelector", [""])[0]
+            keys = [k for k, o in store.items() if k[0] == namespace and _matches(o, selector)]
+        for key in keys:
+            obj = store.pop(key)
+            if kind == "pods":
+                self.deleted.append(key)
+                self._event("DELETED", obj)
+        if name:
             return 200, {"kind": "Status", "apiVersion": "v1", "status": "Success"}
-        selector = query.get("labelSelector", [""])[0]
-        for key in [k for k, pod in self.pods.items() if k[0] == namespace
-                    and _matches(pod, selector)]:  # fmt: skip
-            del self.pods[key]
-        return 200, self.listing("PodList", [])
+        return 200, self.listing("List", [])
+
+    # ------------------------------------------------------------------ the kubelet and faults
+    @staticmethod
+    def _set_status(pod: dict, phase: str, *, running: bool = False, waiting: str = "",
+                    terminated: str = "", exit_code: int = 0, restarts: int = 0,
+                    message: str = "") -> None:  # fmt: skip
+        state: dict = {}
+        if running:
+            state = {"running": {"startedAt": "2026-11-01T00:00:00Z"}}
+        elif waiting:
+            state = {"waiting": {"reason": waiting, "message": message}}
+        elif terminated:
+            state = {"terminated": {"reason": terminated, "exitCode": exit_code,
+                                    "message": message}}  # fmt: skip
+        container = {"name": "main", "ready": running, "restartCount": restarts,
+                     "image": pod["spec"]["containers"][0]["image"], "imageID": "",
+                     "state": state}  # fmt: skip
+        pod["status"] = {"phase": phase, "containerStatuses": [container]}
+
+    def set_pod_status(self, namespace: str, name: str, phase: str, **state) -> None:
+        """Move a pod to `phase` with a container state, as its kubelet would report it."""
+        with self.cond:
+            pod = self.pods[(namespace, name)]
+            self._set_status(pod, phase, **state)
+            self._event("MODIFIED", pod)
+
+    def expire_watches(self) -> None:
+        """End every open watch and forget the history: resuming watches get 410 Gone."""
+        with self.cond:
+            self.compacted_to = self.rv + 1
+            self.history.clear()
+            self.watch_epoch += 1
+            self.cond.notify_all()
+
+    def go_down(self) -> None:
+        """Take the server off the network (connections are refused)."""
+        with self.cond:
+            self.down = True
+            self.watch_epoch += 1
+            self.cond.notify_all()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def come_up(self) -> None:
+        """Listen again on the same port."""
+        for _ in range(50):
+            try:
+                self.server = self._serve(self.port)
+                self.down = False
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise OSError(f"port {self.port} stayed busy")
 
     def close(self) -> None:
+        with self.cond:
+            self.watch_epoch += 1
+            self.cond.notify_all()
         self.server.shutdown()
+        self.server.server_close()
+
+
+def refused(port: int) -> bool:
+    """True when nothing listens on `port`."""
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
 def node(name: str, gpus: int, *, ready: bool = True, unschedulable: bool = False,

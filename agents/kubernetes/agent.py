@@ -1,0 +1,365 @@
+"""`KubernetesAgent`: the agent interface carried out on a real cluster with the official client.
+
+- `start` creates and binds a job's pods all or nothing (`pods.start_job`), then its Service and
+  Ingress; a start the API refuses for a passing reason (unreachable, 5xx, 409 while old pods
+  still terminate) is kept and retried by the next `observe`, with exponential back-off while
+  the API server is down. A start the API rejects for good (4xx: an invalid image name, a
+  forbidden namespace) makes the job Failed with the API's message.
+- `start` with a new placement (a consolidation move) deletes the old pods and starts the job
+  again once the watch shows them gone.
+- `stop` deletes the job's pods (with the configured grace period), Service and Ingress.
+- `observe` reads the nodes (every `node_refresh_s`), the pods from the watch cache
+  (`watch.PodWatcher`: list, watch, relist on 410 Gone), GPU utilization from the DCGM exporter
+  when one is configured, and frees reservation pods no fractional pod uses any more. While the
+  API server cannot be reached it reports the jobs as last seen, no nodes, and `problem` says so:
+  the portal keeps planning and shows the message; the agent retries with back-off.
+- `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
+  `service_type=ingress` jobs, else the Service's in-cluster address.
+
+The agent keeps no state the database cannot rebuild: after a restart, the cycle starts again
+every job the database says is placed, and creating what exists (409) counts as done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
+from agents.kubernetes import dcgm, manifests, pods
+from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
+from agents.kubernetes.status import job_status
+from agents.kubernetes.watch import PodWatcher
+
+logger = logging.getLogger(__name__)
+
+RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
+VANISHED_AFTER_S = 30.0  # a started job whose pods stay absent this long was deleted outside
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Unreachable(Exception):
+    """The API server cannot be reached or failed with a 5xx: try again later."""
+
+
+def _passing(exc: Exception) -> bool:
+    """True for failures that a later attempt may not meet (connection errors, 5xx, 409, 429)."""
+    if isinstance(exc, ApiException):
+        return exc.status is None or exc.status >= 500 or exc.status in (409, 429)
+    return True
+
+
+def _describe(exc: Exception) -> str:
+    """An API failure in one line, with the message of the API's Status body when it has one."""
+    if isinstance(exc, ApiException):
+        try:
+            message = json.loads(exc.body or "{}").get("message", "")
+        except (ValueError, AttributeError):
+            message = ""
+        verb = "refused" if exc.status and exc.status < 500 else "answered"
+        text = f"the API server {verb}: {exc.status} {exc.reason or ''}".strip()
+        return f"{text}: {message}" if message else text
+    return f"cannot reach the API server ({type(exc).__name__})"
+
+
+class KubernetesAgent:
+    """Allot's plan as pods on a Kubernetes cluster (see the module docstring)."""
+
+    simulated = False
+
+    def __init__(self, config: KubernetesConfig, clock: Callable[[], datetime] = utc_now,
+                 monotonic: Callable[[], float] = time.monotonic):  # fmt: skip
+        self.config = config
+        self.api = api_client(config)
+        self.clock = clock
+        self.monotonic = monotonic
+        self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s)
+        self._lock = threading.RLock()
+        self._specs: dict[JobKey, JobSpec] = {}  # every job this agent was told to run
+        self._unstarted: dict[JobKey, JobSpec] = {}  # starts still to do (or to retry)
+        self._moving: dict[JobKey, JobSpec] = {}  # waiting for the old pods to go
+        self._unstopped: set[JobKey] = set()  # stops to retry
+        self._refused: dict[JobKey, str] = {}  # starts the API rejected for good
+        self._started_at: dict[JobKey, float] = {}
+        self._last: dict[JobKey, JobStatus] = {}
+        self._nodes: tuple[NodeStatus, ...] = ()
+        self._nodes_at = float("-inf")
+        self._unused_since: dict[tuple[str, str], float] = {}
+        self._failures = 0
+        self._retry_at = float("-inf")
+        self.problem = ""  # why the cluster cannot be seen ("" when it can)
+
+    # ------------------------------------------------------------------ back-off
+    def _backing_off(self) -> bool:
+        return self.monotonic() < self._retry_at
+
+    def _failed(self, exc: Exception) -> None:
+        self._failures += 1
+        wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
+        self._retry_at = self.monotonic() + wait
+        what = "failing" if isinstance(exc, ApiException) else "unreachable"
+        self.problem = f"Kubernetes API server {what}: {_describe(exc)}; retrying in {wait:g} s"
+        logger.warning("%s", self.problem)
+
+    def _reached(self) -> None:
+        self._failures, self._retry_at, self.problem = 0, float("-inf"), ""
+
+    # ------------------------------------------------------------------ the interface
+    def start(self, job: JobSpec) -> None:
+        """Run `job` (idempotent); a new placement of a known job moves it."""
+        self.watcher.start()
+        with self._lock:
+            old = self._specs.get(job.key)
+            self._specs[job.key] = job
+            self._refused.pop(job.key, None)
+            if old is not None and old.placement != job.placement and job.key in self._started_at:
+                self._moving[job.key] = job
+                self._unstarted.pop(job.key, None)
+                self._unstopped.add(job.key)
+            else:
+                self._unstarted[job.key] = job
+        if not self._backing_off():
+            with contextlib.suppress(Unreachable):
+                self._catch_up()
+
+    def stop(self, project: str, name: str) -> None:
+        """Delete the job's pods, Service and Ingress; forget it."""
+        key = (project, name)
+        with self._lock:
+            for table in (self._specs, self._unstarted, self._moving, self._refused,
+                          self._started_at, self._last):  # fmt: skip
+                table.pop(key, None)
+            self._unstopped.add(key)
+        if not self._backing_off():
+            with contextlib.suppress(Unreachable):
+                self._catch_up()
+
+    def observe(self) -> Observation:
+        """Every job this agent runs or sees, and the GPU nodes (see the module docstring)."""
+        self.watcher.start()
+        now = self.clock()
+        if self._backing_off():
+            return self._observation(now, self._nodes_offline())
+        try:
+            if self.monotonic() - self._nodes_at >= self.config.node_refresh_s:
+                self._nodes = tuple(inventory(self.api, self.config))
+                self._nodes_at = self.monotonic()
+            self._catch_up()
+            self._free_reservations()
+        except Unreachable:
+            return self._observation(now, self._nodes_offline())
+        except Exception as exc:
+            if not _passing(exc):
+                raise
+            self._failed(exc)
+            return self._observation(now, self._nodes_offline())
+        self._reached()
+        if self.watcher.error:
+            self.watcher.wake()  # the API answers again: the watch need not wait out its back-off
+        if self.watcher.error and not self.problem:
+            self.problem = f"Kubernetes pod watch: {self.watcher.error}"
+        usage = self._utilization()
+        return self._observation(now, self._nodes, usage)
+
+    def status(self, job: JobSpec) -> JobStatus:
+        """The job's status now, read from the API (the web process has no watch of its own)."""
+        try:
+            answer = client.CoreV1Api(self.api).list_namespaced_pod(
+                manifests.namespace_for(job.project),
+                label_selector=pods.selector(job.project, job.name),
+                _request_timeout=5,
+            )
+        except Exception as exc:
+            return JobStatus(job.project, job.name, "ContainerCreating", message=_describe(exc))
+        found = [self.api.sanitize_for_serialization(pod) for pod in answer.items]
+        status = job_status(job.project, job.name, found)
+        usage = self._utilization()
+        if usage is not None:
+            names = [pod["metadata"]["name"] for pod in found]
+            status = replace(status, utilization=usage.job(manifests.namespace_for(job.project),
+                                                           names))  # fmt: skip
+        return status
+
+    def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
+        """The last `tail` lines of the first pod's log (empty before its container starts)."""
+        try:
+            answer = client.CoreV1Api(self.api).read_namespaced_pod_log(
+                manifests.pod_name(job, 0), manifests.namespace_for(job.project),
+                container="main", tail_lines=tail, _request_timeout=10, _preload_content=False,
+            )  # fmt: skip
+            text = answer.data.decode("utf-8", "replace")
+        except ApiException as exc:
+            if exc.status in (400, 404):  # not started yet, or gone
+                return []
+            return [f"(logs unavailable: {_describe(exc)})"]
+        except Exception as exc:
+            return [f"(logs unavailable: {_describe(exc)})"]
+        return text.splitlines()[-tail:] if tail else []
+
+    def urls(self, job: JobSpec) -> list[dict]:
+        """The Ingress URL of each port of an ingress job, else the Service's address."""
+        if job.service_type == "ingress" and self.config.ingress_host:
+            return manifests.ingress_urls(job, self.config.ingress_host,
+                                          self.config.ingress_scheme)  # fmt: skip
+        namespace = manifests.namespace_for(job.project)
+        return [{"port": port, "url": f"http://{job.name}.{namespace}.svc:{port}",
+                 "in_cluster": True} for port in job.ports]  # fmt: skip
+
+    def close(self) -> None:
+        """Stop watching."""
+        self.watcher.stop()
+
+    # ------------------------------------------------------------------ carrying out
+    def _catch_up(self) -> None:
+        """Retry the stops, moves and starts still owed; raise Unreachable at the first
+        failure that a later attempt may not meet (after starting the back-off)."""
+        with self._lock:
+            stops = sorted(self._unstopped)
+        for key in stops:
+            try:
+                pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s)
+            except Exception as exc:
+                self._raise(exc)
+            with self._lock:
+                self._unstopped.discard(key)
+        cached = {_job_key(pod) for pod in self.watcher.snapshot()}
+        with self._lock:
+            for key in [key for key in self._moving if key not in cached]:
+                self._unstarted[key] = self._moving.pop(key)
+            starts = list(self._unstarted.values())
+        if starts and not self._nodes:
+            try:
+                self._nodes = tuple(inventory(self.api, self.config))
+            except Exception as exc:
+                self._raise(exc)
+        memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
+        for job in starts:
+            try:
+                pods.start_job(self.api, job, memory, self.config.image_pull_policy)
+                try:
+                    pods.expose(self.api, job, self.config.ingress_host, self.config.ingress_class)
+                except Exception:
+                    pods.stop_job(self.api, job.project, job.name, grace_period_s=0)
+                    raise
+            except Exception as exc:
+                if _passing(exc):
+                    self._raise(exc)
+                with self._lock:
+                    self._unstarted.pop(job.key, None)
+                    self._refused[job.key] = f"could not be started: {_describe(exc)}"
+                continue
+            with self._lock:
+                if self._unstarted.get(job.key) == job:
+                    del self._unstarted[job.key]
+                    self._started_at[job.key] = self.monotonic()
+
+    def _raise(self, exc: Exception) -> None:
+        if isinstance(exc, ApiException) and exc.status == 409:
+            raise Unreachable(str(exc)) from exc  # old pods still terminating: next cycle
+        self._failed(exc)
+        raise Unreachable(str(exc)) from exc
+
+    def _free_reservations(self) -> None:
+        """Delete reservation pods whose shared device no fractional pod has used for a while."""
+        cached = self.watcher.snapshot()
+        used = set()
+        for pod in cached:
+            notes = pod["metadata"].get("annotations") or {}
+            if float(notes.get("allot.io/share", "1") or 1) < 1:
+                for device in filter(None, notes.get("allot.io/devices", "").split(",")):
+                    used.add((notes.get("allot.io/node", ""), device))
+        with self._lock:
+            owed = list(self._unstarted.values()) + list(self._moving.values())
+        used |= {(node, str(device)) for job in owed
+                 for node, device in manifests.shared_devices(job)}  # fmt: skip
+        now = self.monotonic()
+        for pod in cached:
+            labels = pod["metadata"].get("labels") or {}
+            if labels.get("allot.io/reservation") != "true":
+                continue
+            where = ((pod.get("spec") or {}).get("nodeName") or "", labels.get("allot.io/device"))
+            name = pod["metadata"]["name"]
+            if where in used:
+                self._unused_since.pop(name, None)
+            elif now - self._unused_since.setdefault(name, now) >= RESERVATION_GRACE_S:
+                core = client.CoreV1Api(self.api)
+                pods.delete_pod(core, manifests.RESERVATION_NAMESPACE, name, grace_period_s=0)
+                self._unused_since.pop(name, None)
+
+    # ------------------------------------------------------------------ reading
+    def _observation(self, now: datetime, nodes: tuple[NodeStatus, ...],
+                     usage: dcgm.GpuUtilization | None = None) -> Observation:  # fmt: skip
+        jobs = self._job_statuses(usage) if not self.problem else self._as_last_seen()
+        return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem)
+
+    def _nodes_offline(self) -> tuple[NodeStatus, ...]:
+        return ()  # nothing is known: the portal keeps the nodes as they were
+
+    def _as_last_seen(self) -> dict[JobKey, JobStatus]:
+        with self._lock:
+            return {key: self._last.get(key) or JobStatus(*key, "ContainerCreating")
+                    for key in self._specs}  # fmt: skip
+
+    def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
+        grouped: dict[JobKey, list[dict]] = {}
+        for pod in self.watcher.snapshot():
+            key = _job_key(pod)
+            if key is not None:
+                grouped.setdefault(key, []).append(pod)
+        statuses: dict[JobKey, JobStatus] = {}
+        now = self.monotonic()
+        with self._lock:
+            for key, found in grouped.items():
+                if key in self._moving or key in self._unstopped:
+                    continue
+                status = job_status(*key, found)
+                if usage is not None:
+                    names = [pod["metadata"]["name"] for pod in found]
+                    utilization = usage.job(manifests.namespace_for(key[0]), names)
+                    status = replace(status, utilization=utilization)
+                statuses[key] = status
+            for key in self._specs.keys() - statuses.keys():
+                if key in self._refused:
+                    statuses[key] = JobStatus(*key, "Failed", message=self._refused[key])
+                elif (self.watcher.synced.is_set() and key not in self._unstarted
+                      and key not in self._moving
+                      and now - self._started_at.get(key, now) >= VANISHED_AFTER_S):  # fmt: skip
+                    statuses[key] = JobStatus(
+                        *key, "Failed", message="its pods were deleted outside Allot"
+                    )
+                else:
+                    statuses[key] = JobStatus(*key, "ContainerCreating")
+            self._last = dict(statuses)
+        return statuses
+
+    def _utilization(self) -> dcgm.GpuUtilization | None:
+        if not self.config.dcgm_url:
+            return None
+        try:
+            usage = dcgm.scrape(self.config.dcgm_url)
+        except (OSError, ValueError) as exc:
+            logger.warning("DCGM exporter at %s: %s", self.config.dcgm_url, exc)
+            return None
+        self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}))
+                            for node in self._nodes)  # fmt: skip
+        return usage
+
+
+def _job_key(pod: dict) -> JobKey | None:
+    """(project, job) of one of Allot's job pods; None for reservation pods."""
+    labels = pod["metadata"].get("labels") or {}
+    if "allot.io/project" in labels and "allot.io/job" in labels:
+        return (labels["allot.io/project"], labels["allot.io/job"])
+    return None

@@ -1,0 +1,52 @@
+"""GPU utilization from NVIDIA's DCGM exporter (`ALLOT_DCGM_URL`), or nothing.
+
+The exporter serves Prometheus text; `DCGM_FI_DEV_GPU_UTIL` is each device's utilization in
+percent, labelled with its node (`Hostname`) and index (`gpu`) and, when the exporter maps pods
+(kubelet pod-resources), with the `namespace` and `pod` using it. Without an exporter Allot shows
+utilization as unknown; it never makes a figure up.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+METRIC = "DCGM_FI_DEV_GPU_UTIL"
+
+
+@dataclass(frozen=True)
+class GpuUtilization:
+    """Per-device (node -> index -> 0..1) and per-pod ((namespace, pod) -> [0..1]) figures."""
+
+    devices: dict[str, dict[int, float]] = field(default_factory=dict)
+    pods: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+
+    def job(self, namespace: str, pod_names: list[str]) -> float | None:
+        """Mean utilization of the devices the job's pods use, None when none is reported."""
+        values = [v for pod in pod_names for v in self.pods.get((namespace, pod), ())]
+        return sum(values) / len(values) if values else None
+
+
+def parse(text: str) -> GpuUtilization:
+    """The figures in one scrape of the exporter."""
+    devices: dict[str, dict[int, float]] = {}
+    pods: dict[tuple[str, str], list[float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name != METRIC:
+                continue
+            labels, value = sample.labels, max(0.0, min(1.0, sample.value / 100))
+            node, index = labels.get("Hostname", ""), labels.get("gpu", "")
+            if node and index.isdigit():
+                devices.setdefault(node, {})[int(index)] = value
+            if labels.get("pod"):
+                pods.setdefault((labels.get("namespace", ""), labels["pod"]), []).append(value)
+    return GpuUtilization(devices, pods)
+
+
+def scrape(url: str, timeout_s: float = 2.0) -> GpuUtilization:
+    """Read the exporter at `url` (raises OSError when it does not answer)."""
+    with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+        return parse(answer.read().decode())
