@@ -230,6 +230,19 @@ DEFAULT_FROM_EMAIL = envstr("DEFAULT_FROM_EMAIL", "allot@localhost")
 ALLOT_AGENT = envchoice("ALLOT_AGENT", "simulated", ("simulated", "kubernetes"))
 ALLOT_CYCLE_INTERVAL_S = envfloat("ALLOT_CYCLE_INTERVAL_S", 2.0, minimum=0.1)
 ALLOT_SIM_START_DELAY_S = envfloat("ALLOT_SIM_START_DELAY_S", 3.0)
+# The Kubernetes agent (ALLOT_AGENT=kubernetes): no host means the in-cluster service account,
+# else KUBECONFIG and its context. See docs/kubernetes.md.
+ALLOT_K8S_HOST = envstr("ALLOT_K8S_HOST", "") or None
+ALLOT_K8S_CONTEXT = envstr("ALLOT_K8S_CONTEXT", "") or None
+ALLOT_K8S_VERIFY_SSL = envbool("ALLOT_K8S_VERIFY_SSL", True)
+ALLOT_K8S_POOL_LABEL = envstr("ALLOT_K8S_POOL_LABEL", "allot.io/pool")
+ALLOT_K8S_GRACE_PERIOD_S = envint("ALLOT_K8S_GRACE_PERIOD_S", 30)
+ALLOT_K8S_IMAGE_PULL_POLICY = envchoice(
+    "ALLOT_K8S_IMAGE_PULL_POLICY", "IfNotPresent", ("IfNotPresent", "Always", "Never")
+)
+ALLOT_K8S_INGRESS_HOST = envstr("ALLOT_K8S_INGRESS_HOST", "")
+ALLOT_K8S_INGRESS_CLASS = envstr("ALLOT_K8S_INGRESS_CLASS", "") or None
+ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")
 # Under the simulated agent, interactive jobs on port 8888 get a real local JupyterLab
 ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)
 ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")))

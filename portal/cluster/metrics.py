@@ -30,6 +30,7 @@ class Metrics:
     jobs: dict[str, float] = field(default_factory=dict)  # "project/name" -> utilization
     devices: dict[str, dict[int, float]] = field(default_factory=dict)  # node -> index -> util
     ready: dict[str, bool] = field(default_factory=dict)  # node -> ready, when the agent says
+    problem: str = ""  # why the agent could not see the cluster ("" when it could)
 
     def job(self, project: str, name: str) -> float | None:
         """The job's utilization, None when the agent reported none."""
@@ -50,6 +51,7 @@ def store_observation(observation: Observation) -> None:
             },
             "devices": {node.name: dict(node.device_utilization) for node in observation.nodes},
             "ready": {node.name: node.ready for node in observation.nodes},
+            "problem": observation.problem,
         },
         timeout=MAX_AGE_S,
     )
@@ -60,4 +62,4 @@ def latest() -> Metrics:
     stored = cache.get(KEY)
     if not stored or (timezone.now() - stored["at"]).total_seconds() > MAX_AGE_S:
         return Metrics()
-    return Metrics(**stored)
+    return Metrics(**{"problem": "", **stored})

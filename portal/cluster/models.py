@@ -25,7 +25,11 @@ class Node(models.Model):
     gpu_memory_mib = models.PositiveIntegerField(default=32768, validators=[MinValueValidator(1)])
     pool = models.CharField(max_length=63, default="default", validators=[validate_dns_label])
     ready = models.BooleanField(default=True)
-    schedulable = models.BooleanField(default=True)
+    schedulable = models.BooleanField(default=True)  # an admin's cordon in Allot
+    # What a real cluster reports (the Kubernetes agent syncs these each observation): the GPU
+    # model from GPU feature discovery, and a cordon made in the cluster (`kubectl cordon`).
+    gpu_product = models.CharField(max_length=128, blank=True, default="")
+    cordoned_in_cluster = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -33,3 +37,8 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def takes_new_pods(self) -> bool:
+        """False when cordoned in Allot or in the cluster."""
+        return self.schedulable and not self.cordoned_in_cluster

@@ -58,6 +58,7 @@ def build_full_overview() -> dict:
         "generated_at": now.isoformat(),
         "simulated": settings.ALLOT_AGENT == "simulated",
         "metrics_at": figures.at.isoformat() if figures.at else None,
+        "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),
         "projects": _projects(Project.objects.all()),
         "running": running,
@@ -243,11 +244,17 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 )  # fmt: skip
     rows = []
     for node in nodes:
-        measured = figures.devices.get(node.name, {}) if figures.at else None
+        if not figures.at:
+            measured = None
+        elif figures.simulated:  # the simulated agent reports busy devices; the rest are idle
+            measured = figures.devices.get(node.name, {})
+        else:  # a real cluster: only what the DCGM exporter measured, never a made-up 0
+            measured = figures.devices.get(node.name) or None
         devices = []
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
-            utilization = None if measured is None else measured.get(index, 0.0)
+            idle = 0.0 if figures.simulated else None
+            utilization = None if measured is None else measured.get(index, idle)
             devices.append(
                 {
                     "index": index,
@@ -262,7 +269,8 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "name": node.name,
                 "pool": node.pool,
                 "ready": figures.ready.get(node.name, node.ready) if node.ready else False,
-                "schedulable": node.schedulable,
+                "schedulable": node.takes_new_pods,
+                "gpu_product": node.gpu_product,
                 "gpus": node.gpus,
                 "gpu_memory_mib": node.gpu_memory_mib,
                 "allocated_gpus": round(sum(device["allocated"] for device in devices), 3),

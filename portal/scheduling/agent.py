@@ -35,9 +35,40 @@ def _build_agent(kind: str) -> Agent:
             LocalSessions(settings.ALLOT_SESSIONS_DIR) if settings.ALLOT_SIM_JUPYTER else None
         )
         return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions)
-    raise ImproperlyConfigured(
-        f"ALLOT_AGENT={kind!r}: only the simulated agent exists so far (Kubernetes is step 6)"
+    if kind == "kubernetes":
+        return _kubernetes_agent()
+    raise ImproperlyConfigured(f"ALLOT_AGENT={kind!r}: choose simulated or kubernetes")
+
+
+def kubernetes_config():
+    """The Kubernetes agent's settings (ALLOT_K8S_*, ALLOT_DCGM_URL) as its plain config."""
+    from agents.kubernetes.inventory import KubernetesConfig
+
+    return KubernetesConfig(
+        host=settings.ALLOT_K8S_HOST,
+        context=settings.ALLOT_K8S_CONTEXT,
+        verify_ssl=settings.ALLOT_K8S_VERIFY_SSL,
+        pool_label=settings.ALLOT_K8S_POOL_LABEL,
+        grace_period_s=settings.ALLOT_K8S_GRACE_PERIOD_S,
+        image_pull_policy=settings.ALLOT_K8S_IMAGE_PULL_POLICY,
+        ingress_host=settings.ALLOT_K8S_INGRESS_HOST,
+        ingress_class=settings.ALLOT_K8S_INGRESS_CLASS,
+        dcgm_url=settings.ALLOT_DCGM_URL,
     )
+
+
+def _kubernetes_agent() -> Agent:
+    from kubernetes.config import ConfigException
+
+    from agents.kubernetes.agent import KubernetesAgent
+
+    try:
+        return KubernetesAgent(kubernetes_config())
+    except ConfigException as exc:
+        raise ImproperlyConfigured(
+            f"ALLOT_AGENT=kubernetes: no cluster to talk to ({exc}); set ALLOT_K8S_HOST, "
+            "KUBECONFIG, or run inside the cluster with a service account"
+        ) from exc
 
 
 def placement_specs(placement: list[dict]) -> tuple[PodSpec, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Literal
 
@@ -22,6 +22,7 @@ from django.db import connection, transaction
 
 from agents.base import Agent
 from portal.cluster import metrics
+from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
 from portal.scheduling import observe, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
@@ -108,6 +109,8 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
     state = snapshot.load()
     observation = observe.reconcile(agent, state)
     metrics.store_observation(observation)
+    if not observation.problem and sync_nodes(observation.nodes):
+        state = replace(state, nodes=snapshot.load_nodes())  # the cluster's inventory changed
     changes, notes = observe.transitions(observation, state)
     leaving = frozenset(change.job for change in changes if change.leaves)
     view = state.snapshot(observation.at.timestamp(), leaving)

@@ -95,9 +95,12 @@ def _placement(pods: list[dict]) -> tuple[PodPlacement, ...]:
 def load_nodes() -> tuple[Node, ...]:
     """Every node (R2.6: the scheduler itself leaves out nodes that are not ready)."""
     rows = NodeRow.objects.order_by("name").values_list(
-        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable"
+        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable", "cordoned_in_cluster"
     )
-    return tuple(Node(*row) for row in rows)
+    return tuple(
+        Node(name, gpus, memory, pool, ready, schedulable and not cordoned)
+        for name, gpus, memory, pool, ready, schedulable, cordoned in rows
+    )
 
 
 def load_departments() -> tuple[Department, ...]:

@@ -167,6 +167,11 @@
   function render(ov) {
     current = ov;
     skew = Date.now() - Date.parse(ov.generated_at);
+    const problem = document.getElementById("cluster-problem");
+    problem.hidden = !ov.cluster_problem;
+    problem.textContent = ov.cluster_problem
+      ? ov.cluster_problem + " · Allot keeps accepting and planning jobs; the cluster catches up when it answers."
+      : "";
     renderTiles(ov);
     renderProjects(ov);
     renderRunning(ov);
