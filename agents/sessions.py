@@ -49,11 +49,12 @@ class Session:
     token: str
     pid: int
     base_url: str
+    host: str = "127.0.0.1"  # a local server; under Kubernetes, the job's Service
 
     @property
     def upstream(self) -> str:
         """The server's own address, with its base URL."""
-        return f"http://127.0.0.1:{self.port}{self.base_url}"
+        return f"http://{self.host}:{self.port}{self.base_url}"
 
 
 def session_path(project: str, name: str) -> str:

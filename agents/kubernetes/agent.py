@@ -247,7 +247,8 @@ class KubernetesAgent:
         memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
         for job in starts:
             try:
-                pods.start_job(self.api, job, memory, self.config.image_pull_policy)
+                pods.start_job(self.api, job, memory, self.config.image_pull_policy,
+                               self.config.session_secret)  # fmt: skip
                 try:
                     pods.expose(self.api, job, self.config.ingress_host, self.config.ingress_class)
                 except Exception:

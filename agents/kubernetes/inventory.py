@@ -37,6 +37,7 @@ class KubernetesConfig:
     watch_timeout_s: int = 30  # the server ends each watch after this; it resumes at once
     node_refresh_s: float = 10.0  # how often the node list is read again
     max_backoff_s: float = 60.0  # the longest wait between attempts while the API is down
+    session_secret: str = ""  # derives Jupyter tokens the portal's session proxy sends
 
 
 def api_client(config: KubernetesConfig) -> client.ApiClient:

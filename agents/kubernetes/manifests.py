@@ -67,12 +67,25 @@ def pod_name(job: JobSpec, index: int) -> str:
 
 
 def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
-             image_pull_policy: str = "IfNotPresent") -> list[dict]:  # fmt: skip
-    """One pod per placed pod of the job, each for its node (bound there after creation)."""
-    return [
+             image_pull_policy: str = "IfNotPresent",
+             session_secret: str = "") -> list[dict]:  # fmt: skip
+    """One pod per placed pod of the job, each for its node (bound there after creation).
+
+    With `session_secret`, a Launch Jupyter job's notebook server is set up to answer the
+    portal's session proxy (`sessions.notebook_container`)."""
+    from agents.kubernetes import sessions
+
+    pods = [
         _pod(job, index, pod, (gpu_memory_mib or {}).get(pod.node), image_pull_policy)
         for index, pod in enumerate(job.placement)
     ]
+    if session_secret and sessions.is_session(job):
+        extra = sessions.notebook_container(job, session_secret)
+        for pod in pods:
+            container = pod["spec"]["containers"][0]
+            container["args"] = extra["args"]
+            container["env"] = container["env"] + extra["env"]
+    return pods
 
 
 def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: str) -> dict:

@@ -45,7 +45,8 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
 
 
 def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
-              image_pull_policy: str = "IfNotPresent") -> list[str]:  # fmt: skip
+              image_pull_policy: str = "IfNotPresent",
+              session_secret: str = "") -> list[str]:  # fmt: skip
     """Create and bind every pod of `job` (and the reservations of its shared devices); the
     names of the job's pods. All or nothing: a failure deletes the job's pods again."""
     core = client.CoreV1Api(api)
@@ -55,7 +56,7 @@ def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int
         reserve(core, node, device)
     created: list[str] = []
     try:
-        for pod in manifests.job_pods(job, gpu_memory_mib, image_pull_policy):
+        for pod in manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret):
             name = pod["metadata"]["name"]
             if _create(core.create_namespaced_pod, namespace, pod):
                 created.append(name)

@@ -54,7 +54,15 @@ def kubernetes_config():
         ingress_host=settings.ALLOT_K8S_INGRESS_HOST,
         ingress_class=settings.ALLOT_K8S_INGRESS_CLASS,
         dcgm_url=settings.ALLOT_DCGM_URL,
+        session_secret=session_secret(),
     )
+
+
+def session_secret() -> str:
+    """The key Jupyter session tokens are derived from (never the SECRET_KEY itself)."""
+    from django.utils.crypto import salted_hmac
+
+    return salted_hmac("allot.sessions", "jupyter-token").hexdigest()
 
 
 def _kubernetes_agent() -> Agent:

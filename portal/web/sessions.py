@@ -26,7 +26,9 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 
+from agents.kubernetes.sessions import KubernetesSessions
 from agents.sessions import LocalSessions, Session
+from portal.scheduling.agent import session_secret
 from portal.tenancy import access
 
 HOP_BY_HOP = frozenset({
@@ -37,8 +39,11 @@ PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the no
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
 
-def sessions() -> LocalSessions:
-    """This machine's Jupyter sessions (the simulated agent's)."""
+def sessions() -> LocalSessions | KubernetesSessions:
+    """Where sessions answer: this machine's JupyterLab servers (the simulated agent), or the
+    jobs' pods through their Services (the Kubernetes agent)."""
+    if settings.ALLOT_AGENT == "kubernetes":
+        return KubernetesSessions(session_secret())
     return LocalSessions(settings.ALLOT_SESSIONS_DIR)
 
 
@@ -80,7 +85,7 @@ async def session_proxy(request: HttpRequest, project: str, name: str, path: str
     job, session = await sync_to_async(find_session)(user, project, name)
     if session is None or not job.holds_gpus:
         return await sync_to_async(_not_running)(request, job)
-    url = f"http://127.0.0.1:{session.port}{quote(request.path)}"
+    url = f"http://{session.host}:{session.port}{quote(request.path)}"
     if request.META.get("QUERY_STRING"):
         url += "?" + request.META["QUERY_STRING"]
     client = httpx.AsyncClient(timeout=TIMEOUT)
@@ -156,12 +161,12 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
 
         path = quote(self.scope["path"])
         query = self.scope.get("query_string", b"").decode()
-        url = f"ws://127.0.0.1:{session.port}{path}" + (f"?{query}" if query else "")
+        url = f"ws://{session.host}:{session.port}{path}" + (f"?{query}" if query else "")
         try:
             self.upstream = await connect(
                 url, additional_headers={"Authorization": f"token {session.token}"},
                 subprotocols=self.scope.get("subprotocols") or None, max_size=None,
-                origin=f"http://127.0.0.1:{session.port}",
+                origin=f"http://{session.host}:{session.port}",
             )  # fmt: skip
         except Exception:
             await self.close()

@@ -293,3 +293,31 @@ def test_the_watch_thread_stops(agent, cluster):
     cluster.expire_watches()
     time.sleep(0.2)
     assert not agent.watcher._thread.is_alive()
+
+
+def test_a_launch_jupyter_pod_answers_the_portals_proxy_with_a_derived_token(cluster, clock):
+    from agents.kubernetes.sessions import KubernetesSessions
+
+    agent = make_agent(cluster, clock, session_secret="s3cret")
+    try:
+        agent.start(job("nb", type="interactive", ports=(8888,), gpus=0.5, devices=(0,),
+                        share=0.5, image="jupyter/base-notebook"))  # fmt: skip
+        container = cluster.pods[(NS, "nb-0")]["spec"]["containers"][0]
+        session = KubernetesSessions("s3cret").get("team-a", "nb")
+        assert container["args"][:2] == ["start-notebook.py",
+                                         "--ServerApp.base_url=/sessions/team-a/nb/"]  # fmt: skip
+        assert {"name": "JUPYTER_TOKEN", "value": session.token} in container["env"]
+        assert session.upstream == "http://nb.allot-team-a.svc:8888/sessions/team-a/nb/"
+        assert KubernetesSessions("other").get("team-a", "nb").token != session.token
+    finally:
+        agent.close()
+
+
+def test_a_job_with_its_own_command_is_left_alone(cluster, clock):
+    agent = make_agent(cluster, clock, session_secret="s3cret")
+    try:
+        agent.start(job("own", type="interactive", ports=(8888,), command="jupyter lab"))
+        container = cluster.pods[(NS, "own-0")]["spec"]["containers"][0]
+        assert container["command"] == ["jupyter", "lab"] and "args" not in container
+    finally:
+        agent.close()

@@ -46,3 +46,54 @@ def test_a_member_waits_on_a_page_that_says_why_until_the_server_answers(noteboo
 def test_the_job_page_links_to_the_session(notebook, member):
     page = browser(member).get("/jobs/team-a/nb/").content.decode()
     assert 'href="/sessions/team-a/nb/lab"' in page
+
+
+@pytest.fixture
+def pod_notebook():
+    """A stand-in for the notebook pod behind its Service: answers only with the right token."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("Authorization")))
+            data = b"<html>JupyterLab</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_port, seen
+    server.shutdown()
+
+
+def test_under_kubernetes_the_proxy_reaches_the_pod_with_the_derived_token(
+    notebook, member, pod_notebook, settings, monkeypatch
+):
+    from dataclasses import replace
+
+    from agents.kubernetes.sessions import KubernetesSessions, session_token
+    from portal.jobs.models import Job, Status
+    from portal.scheduling.agent import session_secret
+
+    port, seen = pod_notebook
+    settings.ALLOT_AGENT = "kubernetes"
+    real_get = KubernetesSessions.get
+    monkeypatch.setattr(  # the Service's DNS name resolves only inside a cluster
+        KubernetesSessions, "get",
+        lambda self, p, n: replace(real_get(self, p, n), host="127.0.0.1", port=port),
+    )  # fmt: skip
+    Job.objects.filter(name="nb").update(status=Status.RUNNING, placement=[
+        {"node": "dgx1-1", "devices": [0], "share": 0.5}])  # fmt: skip
+    response = browser(member).get(URL)
+    assert response.status_code == 200 and b"JupyterLab" in response.content
+    assert seen == [("/sessions/team-a/nb/lab",
+                     f"token {session_token(session_secret(), 'team-a', 'nb')}")]  # fmt: skip
