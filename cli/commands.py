@@ -340,20 +340,16 @@ def delete(names, project):
 @click.argument("name")
 @click.option("-p", "--project", help="the project (default: `allot project set`)")
 def bash(name, project):
-    """A shell in a running job's first pod, where the cluster can give one.
+    """A shell in a running job's first pod (bash where the image has it, else sh).
 
     The portal says when it cannot (the job is not Running, you may only view the project, or
-    the cluster is simulated). Where it can, the shell is a websocket bridge of the Kubernetes
-    agent, which this version of allot cannot open yet: it says so and exits with status 1."""
+    the cluster is simulated and has no containers). Exits with the shell's exit code."""
+    from .shell import run_shell
+
     client, project = api(), project_of(project)
     answer = client.call("POST", f"jobs/{project}/{name}/shell/")
-    pod = answer.get("pod") or f"{name}-0"
-    raise CliError(
-        f"the portal offers a shell in pod {pod} of {project}/{name} over its websocket "
-        f"{answer.get('websocket')}, but interactive shells over the portal need the Kubernetes "
-        "agent's websocket bridge, which this version of allot cannot open yet. With access to "
-        f"the cluster, `kubectl exec -it -n allot-{project} {pod} -- bash` gives the same shell."
-    )
+    settings = config.current()
+    sys.exit(run_shell(settings.url, settings.token or "", answer["websocket"]))
 
 
 @cli.command()

@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
 from agents.kubernetes import dcgm, manifests, pods
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
+from agents.kubernetes.shell import ExecShell, open_shell
 from agents.kubernetes.status import job_status
 from agents.kubernetes.watch import PodWatcher
 
@@ -216,6 +217,10 @@ class KubernetesAgent:
         namespace = manifests.namespace_for(job.project)
         return [{"port": port, "url": f"http://{job.name}.{namespace}.svc:{port}",
                  "in_cluster": True} for port in job.ports]  # fmt: skip
+
+    def open_shell(self, job: JobSpec) -> ExecShell:
+        """A terminal in the job's first pod through the exec stream (`allot bash`)."""
+        return open_shell(self.api, job)
 
     def close(self) -> None:
         """Stop watching."""

@@ -20,6 +20,7 @@ import copy
 import json
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -74,6 +75,8 @@ class FakeKubernetes:
         self.requests: list[tuple[str, str]] = []
         self.auto_run = auto_run
         self.bindings: list[tuple[str, str, str]] = []  # (namespace, pod, node), in order
+        self.execs: list[tuple[str, str, list[str]]] = []  # (namespace, pod, command)
+        self.resizes: list[dict] = []
         self.deleted: list[tuple[str, str]] = []  # pods deleted, in order
         self.rv = 1
         self.history: list[tuple[int, str, dict]] = []  # (resourceVersion, event type, pod)
@@ -102,6 +105,8 @@ class FakeKubernetes:
                     return
                 fake.requests.append(("GET", self.path))
                 url = urlsplit(self.path)
+                if self.headers.get("Upgrade", "").lower() == "websocket":
+                    return fake.exec(self, url.path, parse_qs(url.query))
                 query = {k: v[0] for k, v in parse_qs(url.query).items()}
                 if query.get("watch", "").lower() in ("true", "1"):  # Go's ParseBool
                     return fake.watch(self, url.path, query)
@@ -239,6 +244,77 @@ class FakeKubernetes:
         data = json.dumps(event).encode() + b"\n"
         handler.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         handler.wfile.flush()
+
+    def exec(self, handler, path: str, query: dict) -> None:
+        """pods/exec over a websocket in Kubernetes' v4 channel protocol. The "container" is a
+        local process running the requested command: channel 0 feeds its stdin, its output
+        comes back on channel 1 (a terminal merges stderr), and channel 3 ends with a Status."""
+        from websockets.frames import Opcode
+        from websockets.server import ServerProtocol
+
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec", path)
+        pod = self.pods.get((match[1], match[2])) if match else None
+        protocol = ServerProtocol(subprotocols=["v4.channel.k8s.io"])
+        head = [handler.requestline] + [f"{k}: {v}" for k, v in handler.headers.items()]
+        protocol.receive_data(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        response = protocol.accept(protocol.events_received()[0])
+        if pod is None or pod["status"].get("phase") != "Running":
+            response = protocol.reject(404, "pod not found or not running")
+        protocol.send_response(response)
+        sock = handler.connection
+        sock.sendall(b"".join(protocol.data_to_send()))
+        handler.close_connection = True
+        if response.status_code != 101:
+            return
+        self.execs.append((match[1], match[2], query.get("command", [])))
+        process = subprocess.Popen(query.get("command", ["/bin/sh"]), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        lock = threading.Lock()
+
+        def send(data: bytes) -> None:
+            with lock:
+                protocol.send_binary(data)
+                sock.sendall(b"".join(protocol.data_to_send()))
+
+        def pump() -> None:
+            for chunk in iter(lambda: process.stdout.read1(4096), b""):
+                send(b"\x01" + chunk)
+            code = process.wait()
+            ok = {"metadata": {}, "status": "Success"}
+            cause = {"reason": "ExitCode", "message": str(code)}
+            failed = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                      "details": {"causes": [cause]}}  # fmt: skip
+            send(b"\x03" + json.dumps(failed if code else ok).encode())
+            with lock:
+                protocol.send_close(1000)
+                sock.sendall(b"".join(protocol.data_to_send()))
+
+        output = threading.Thread(target=pump, daemon=True)
+        output.start()
+        try:
+            while output.is_alive():
+                sock.settimeout(0.2)
+                try:
+                    data = sock.recv(65536)
+                except TimeoutError:
+                    continue
+                if not data:
+                    break
+                protocol.receive_data(data)
+                for frame in protocol.events_received():
+                    if frame.opcode in (Opcode.BINARY, Opcode.TEXT) and frame.data[:1] == b"\x00":
+                        process.stdin.write(bytes(frame.data[1:]))
+                        process.stdin.flush()
+                    elif frame.opcode in (Opcode.BINARY, Opcode.TEXT) and frame.data[:1] == b"\x04":
+                        self.resizes.append(json.loads(bytes(frame.data[1:])))
+                    elif frame.opcode == Opcode.CLOSE:
+                        process.kill()
+        except OSError:
+            process.kill()
+        finally:
+            output.join(timeout=2)
+            if process.poll() is None:
+                process.kill()
 
     # ------------------------------------------------------------------ writes
     def _event(self, kind: str, pod: dict) -> None:

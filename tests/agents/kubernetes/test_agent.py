@@ -321,3 +321,27 @@ def test_a_job_with_its_own_command_is_left_alone(cluster, clock):
         assert container["command"] == ["jupyter", "lab"] and "args" not in container
     finally:
         agent.close()
+
+
+def test_a_shell_in_the_first_pod_through_the_exec_stream(agent, cluster):
+    from agents.kubernetes.shell import open_shell
+
+    agent.start(job())
+    cluster.set_pod_status(NS, "train-0", "Running", running=True)
+    shell = open_shell(agent.api, job(), ("/bin/sh",))
+    try:
+        shell.resize(120, 40)
+        shell.write(b"echo hello from $((6 * 7))\n")
+        out = b""
+        deadline = time.monotonic() + 5
+        while b"hello from 42" not in out and time.monotonic() < deadline:
+            out += shell.read(0.2)
+        assert b"hello from 42" in out
+        shell.write(b"exit 3\n")
+        while shell.open and time.monotonic() < deadline:
+            shell.read(0.2)
+        assert shell.exit_code == 3
+    finally:
+        shell.close()
+    assert cluster.execs == [(NS, "train-0", ["/bin/sh"])]
+    assert cluster.resizes == [{"Width": 120, "Height": 40}]

@@ -1,0 +1,113 @@
+"""`/ws/jobs/{project}/{name}/shell/`: a terminal in a running job's first pod (`allot bash`).
+
+The CLI connects with its API token (`Authorization: Token …`), a browser with its session; the
+access check is the one every job route uses (`portal.tenancy.access`): a job the user cannot
+see is refused as not found (close code 4404), a viewer may not run code (4403). The job must be
+Running on an agent that has containers (the Kubernetes agent; 4409 otherwise), whose exec
+stream (`agents.kubernetes.shell`) is then relayed both ways:
+
+- binary messages from the client are keystrokes; a text message `{"resize": [columns, rows]}`
+  resizes the terminal;
+- binary messages to the client are what the terminal prints; the last message is the text
+  `{"exit": code}` (code null when unknown), then the socket closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from portal.jobs.models import Status
+from portal.scheduling.agent import get_agent, job_spec
+from portal.tenancy import access
+
+NOT_SIGNED_IN, FORBIDDEN, NOT_FOUND, NOT_POSSIBLE, CLUSTER_ERROR = 4401, 4403, 4404, 4409, 4502
+
+
+def token_user(headers: list[tuple[bytes, bytes]]):
+    """The user of an `Authorization: Token <key>` header, else None."""
+    from rest_framework.authtoken.models import Token
+
+    for key, value in headers:
+        if key.lower() == b"authorization":
+            scheme, _, secret = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "token" and secret.strip():
+                found = Token.objects.select_related("user").filter(key=secret.strip()).first()
+                if found is not None and found.user.is_active:
+                    return found.user
+    return None
+
+
+def open_job_shell(user, project: str, name: str):
+    """The job's shell after the checks, or the close code that refuses it."""
+    try:
+        job = access.get_job_for(user, project, name)
+    except Http404:
+        return None, NOT_FOUND
+    if not access.can_submit(user, job.project):
+        return None, FORBIDDEN
+    opener = getattr(get_agent(), "open_shell", None)
+    if job.status != Status.RUNNING or opener is None:
+        return None, NOT_POSSIBLE
+    try:
+        return opener(job_spec(job)), None
+    except Exception:  # the API server refused or is unreachable
+        return None, CLUSTER_ERROR
+
+
+class JobShellConsumer(AsyncWebsocketConsumer):
+    """Relays one exec stream (see the module docstring)."""
+
+    shell = None
+    relay: asyncio.Task | None = None
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            user = await database_sync_to_async(token_user)(self.scope.get("headers", []))
+        if user is None:
+            await self.close(code=NOT_SIGNED_IN)
+            return
+        kwargs = self.scope["url_route"]["kwargs"]
+        try:
+            self.shell, refused = await database_sync_to_async(open_job_shell)(
+                user, kwargs["project"], kwargs["name"]
+            )
+        except PermissionDenied:
+            self.shell, refused = None, FORBIDDEN
+        if refused:
+            await self.close(code=refused)
+            return
+        await self.accept()
+        self.relay = asyncio.create_task(self._relay())
+
+    async def _relay(self) -> None:
+        shell = self.shell
+        while shell.open:
+            data = await asyncio.to_thread(shell.read, 0.2)
+            if data:
+                await self.send(bytes_data=data)
+        await self.send(text_data=json.dumps({"exit": shell.exit_code}))
+        await self.close(code=1000)
+
+    async def receive(self, text_data=None, bytes_data=None) -> None:
+        if self.shell is None:
+            return
+        if bytes_data:
+            await asyncio.to_thread(self.shell.write, bytes_data)
+            return
+        with contextlib.suppress(ValueError, TypeError, KeyError):
+            columns, rows = json.loads(text_data or "{}")["resize"]
+            await asyncio.to_thread(self.shell.resize, int(columns), int(rows))
+
+    async def disconnect(self, code) -> None:
+        if self.relay is not None:
+            self.relay.cancel()
+        if self.shell is not None:
+            await asyncio.to_thread(self.shell.close)
