@@ -1,5 +1,10 @@
 """The Kubernetes agent (Step 6): Allot's plan carried out as pods on a real cluster.
 
-So far: `manifests`, the objects it sends, each checked against the official schema in the
-tests. The agent that sends them (inventory, start/stop, watch, logs, exec) is next.
+- `manifests`: the objects it sends (pure functions, each checked against the official schema
+  in the tests);
+- `inventory`: the GPU nodes; `pods`: start all or nothing, stop, Services and Ingresses;
+- `watch`: the pod cache (list, watch, relist on 410 Gone); `status`: pod phases to job phases;
+- `dcgm`: GPU utilization from NVIDIA's DCGM exporter; `shell`: the exec stream for `allot bash`;
+- `sessions`: Launch Jupyter's notebook pods behind the portal's session proxy;
+- `agent.KubernetesAgent`: all of it behind the agent interface of `agents.base`.
 """
