@@ -93,9 +93,14 @@ def transitions(
 
 
 def _activity(row: JobRow, seen: JobStatus | None, now) -> tuple[object, tuple]:
-    """(when the job's output last changed, the row fields to store when it changed now)."""
-    if seen is None or seen.activity is None:
+    """(when the job's output last changed, the row fields to store when it changed now).
+
+    An agent that does not measure activity (the Kubernetes agent reports none) leaves it
+    unknown, so silence never makes such a job Stuck; its restarts still do."""
+    if seen is None:
         return row.active_at or row.started_at, ()
+    if seen.activity is None:
+        return row.active_at, ()
     if seen.activity != row.activity or row.active_at is None:
         return now, (("activity", seen.activity[:64]), ("active_at", now))
     return row.active_at, ()

@@ -208,3 +208,20 @@ def test_allot_agent_kubernetes_builds_the_kubernetes_agent_from_settings():
 
     made = _build_agent(settings.ALLOT_AGENT)
     assert isinstance(made, KubernetesAgent) and made.config.host == "http://127.0.0.1:9"
+
+
+def test_silence_is_unknown_on_kubernetes_but_restarts_still_flag_a_stuck_job(
+    k8s, agent, fake, clock
+):
+    """The agent measures no output activity, so only the restart rule can find a stuck job."""
+    k8s.project("team-a", 4, stuck_after_s=60)
+    k8s.cycle()
+    k8s.submit("team-a", "quiet", 1)
+    settle(k8s, agent, fake)
+    clock.advance(3600)
+    k8s.cycle()
+    assert k8s.job("team-a", "quiet").stuck is False
+    fake.set_pod_status("allot-team-a", "quiet-0", "Running", running=True, restarts=3)
+    assert agent.watcher.wait_for(fake.rv)
+    k8s.cycle()
+    assert k8s.job("team-a", "quiet").stuck is True
