@@ -8,26 +8,39 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .model import Job, Plan, Snapshot
+from .model import Decision, Job, Plan, Snapshot
 
 
 def apply_plan(snapshot: Snapshot, plan: Plan) -> Snapshot:
     """Return the snapshot after `plan`: starts and moves take their placement, evictions none.
 
-    An evicted job returns to Pending with its submission order unchanged (R1.3, §13).
+    An evicted job returns to Pending with its submission order unchanged (R1.3, §13). For
+    backfill's bookkeeping (B1, B4), a started or moved job gets `started = snapshot.now` and
+    `backfilled` True only for a decision with action ``backfill`` (B2); an evicted job gets
+    `started = None` and `backfilled = False`.
     """
-    placements = {}
+    last: dict = {}
     for decision in plan.decisions:
-        placements[decision.job] = decision.placement if decision.kind != "evict" else ()
-    if not placements:
+        last[decision.job] = decision
+    if not last:
         return snapshot
     jobs = tuple(
-        replace(job, placement=placements[job.key], degraded_since=None)
-        if job.key in placements
-        else job
+        _after(job, last[job.key], snapshot.now) if job.key in last else job
         for job in snapshot.jobs
     )
     return replace(snapshot, jobs=jobs)
+
+
+def _after(job: Job, decision: Decision, now: float) -> Job:
+    if decision.kind == "evict":
+        return replace(job, placement=(), degraded_since=None, started=None, backfilled=False)
+    return replace(
+        job,
+        placement=decision.placement,
+        degraded_since=None,
+        started=now,
+        backfilled=decision.action == "backfill",
+    )
 
 
 def with_jobs(snapshot: Snapshot, jobs: tuple[Job, ...]) -> Snapshot:

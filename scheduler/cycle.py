@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .actions.allocate import allocate
+from .actions.backfill import keep_reservation_reasons
 from .actions.consolidation import consolidate
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
@@ -15,17 +16,26 @@ from .session import Session
 def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
     """Decide one cycle: allocate, consolidation, reclaim, preempt, stale gang eviction in KAI's
     order (R1.1), on fair shares fixed at session open (R1.2). Pure: the same snapshot gives the
-    same plan."""
+    same plan.
+
+    With `Policy.backfill`, allocate makes reservations (B1-B4); consolidation then serves only
+    reserved jobs and jobs ahead of them, and no later action takes up a job held for a
+    reservation (B3)."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
     allocate(session)
     if policy.consolidation:
+        session.withheld = session.behind | session.held  # B3
         consolidate(session)
+    session.withheld = set(session.held)  # B3
     if policy.reclaim:
         reclaim(session)
     if policy.preempt:
         preempt(session)
+    session.withheld = set()
     evict_stale_gangs(session, snapshot.now)
+    if session.reservations:
+        keep_reservation_reasons(session)
     return session.plan()
 
 

@@ -110,6 +110,11 @@ class Job:
     R6.1). `user` and `image` are carried for reasons and predictions; the rules ignore them.
     A running gang that has lost pods (fewer placements than `pods`) carries `degraded_since`,
     the time (on the snapshot's clock) it was first seen so, for stale gang eviction (R6.4).
+
+    For backfill (Allot's B rules, `Policy.backfill`): `started` is when a running job started
+    (snapshot clock), `expected_s` its predicted run time in seconds (None: unknown, so it never
+    ends as far as a reservation is concerned), and `backfilled` marks a job started ahead of a
+    reservation, which may be preempted for the reserved job once it overruns its prediction.
     """
 
     project: str
@@ -123,6 +128,9 @@ class Job:
     user: str = ""
     image: str = ""
     degraded_since: float | None = None
+    started: float | None = None
+    expected_s: float | None = None
+    backfilled: bool = False
 
     @property
     def key(self) -> JobKey:
@@ -176,6 +184,9 @@ class Policy:
     - `max_consolidation_preemptees`: R11.1.
     - `allow_consolidating_reclaim`: R9.7.
     - `staleness_grace_s`: R6.4, how long a gang may run below its pod count (negative = never).
+    - `backfill`: Allot's B rules: when the first job in order cannot start, reserve GPUs for it at
+      the earliest time predicted ends free them, and start later jobs only when they do not
+      delay that reservation. Off by default (KAI has no reservations).
     """
 
     gpu_placement: Literal["binpack", "spread"] = "binpack"
@@ -189,6 +200,7 @@ class Policy:
     max_consolidation_preemptees: int = 16
     allow_consolidating_reclaim: bool = True
     staleness_grace_s: float = 60.0
+    backfill: bool = False
 
 
 @dataclass(frozen=True)
@@ -221,6 +233,10 @@ class Decision:
     `action` names the action that decided (allocate, consolidation, reclaim, preempt),
     `beneficiary` the pending job an eviction or move made room for, and `reason` says why in
     plain words, ending with the rule it applies, e.g. "(R9.4)".
+
+    With `Policy.backfill` two more actions appear: ``backfill`` (a job started ahead of a
+    reservation, B2) and ``backfill-reclaim`` (an overrunning backfilled job evicted, and the
+    reserved job started, B4); their reasons cite Allot's B rules (scheduler/actions/backfill.py).
     """
 
     kind: DecisionKind
@@ -238,12 +254,15 @@ class Plan:
     `fair_shares` maps every project and department name to its fair share in GPUs (R2).
     `pending_reasons` maps every job still pending after the plan to the first rule that blocked
     it, in plain words. `allocated` is each project's GPUs after the plan.
+    `reservations` maps each job still pending with a backfill reservation (B1, B5) to the
+    predicted time it starts, on the snapshot's clock; empty without `Policy.backfill`.
     """
 
     decisions: tuple[Decision, ...]
     fair_shares: dict[str, float]
     pending_reasons: dict[JobKey, str]
     allocated: dict[str, float] = field(default_factory=dict)
+    reservations: dict[JobKey, float] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

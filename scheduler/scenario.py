@@ -3,6 +3,15 @@
 A scenario describes nodes, departments, projects, an optional `policy` (fields of
 :class:`~scheduler.model.Policy`) and steps of submissions, deletions and expectations. Jobs are
 submitted one at a time, each followed by cycles until the cluster settles (R1.3).
+
+Allot's additions for backfill (B1-B5), all optional, so older files replay unchanged:
+- `submit[].expected_s`: the job's predicted run time in seconds (`Job.expected_s`).
+- a step's `at`: move the scenario clock (`Snapshot.now`, 0 at the start) to this time before the
+  step's submissions and deletions; it may not go back. Started jobs record the clock.
+- `expect.reservations`: `{"project/name": t}`, the reserved jobs and their predicted starts
+  (`Plan.reservations`, compared to 0.001; jobs not listed must hold none).
+- `expect.backfilled`: `["project/name"]`, running jobs that were started by backfill (B2).
+- `expect.reason_contains`: `{"project/name": "text"}`, text in a pending job's reason.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from .cycle import plan_cycle, settle
 from .model import Department, Job, Node, Plan, Policy, Project, Snapshot
 
 TOLERANCE = 0.001
-JOB_FIELDS = {"name", "project", "gpus", "type", "pods", "priority", "user", "image"}
+JOB_FIELDS = {"name", "project", "gpus", "type", "pods", "priority", "user", "image", "expected_s"}
 
 
 class ScenarioError(ValueError):
@@ -101,6 +110,8 @@ def parse_scenario(data: dict) -> Scenario:
                 job.get("type", "train") in ("train", "interactive"),
                 f"{where}.type: must be train or interactive",
             )
+            _number(job.get("expected_s"), f"{where}.expected_s", allow_none=True)
+        _number(step.get("at", 0), f"steps[{i}].at")
     return Scenario(str(data.get("name", "")), nodes, projects, departments, policy, data["steps"])
 
 
@@ -163,6 +174,7 @@ def _job(spec: dict, order: int) -> Job:
         order=order,
         user=str(spec.get("user", "")),
         image=str(spec.get("image", "")),
+        expected_s=None if spec.get("expected_s") is None else float(spec["expected_s"]),
     )
 
 
@@ -175,6 +187,10 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
     order = 0
     plan = plan_cycle(snapshot, scenario.policy)
     for i, step in enumerate(scenario.steps):
+        if "at" in step:
+            if step["at"] < snapshot.now:
+                result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
+            snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
         for spec in step.get("submit", []):
             order += 1
             snapshot = dataclasses.replace(snapshot, jobs=(*snapshot.jobs, _job(spec, order)))
@@ -257,6 +273,26 @@ def check(expect: dict, snapshot: Snapshot, plan: Plan, step: int) -> list[str]:
             failures.append(f"step {step}: fair share {name} = {got}, want {want:g}")
     for key, want in expect.get("on_node", {}).items():
         failures += _check_node(step, key, jobs.get(key), want)
+    return failures + _check_backfill(expect, jobs, plan, step)
+
+
+def _check_backfill(expect: dict, jobs: dict[str, Job], plan: Plan, step: int) -> list[str]:
+    """The backfill expectations: reservations, backfilled jobs, reason texts."""
+    failures = []
+    if "reservations" in expect:
+        got = {f"{p}/{n}": at for (p, n), at in plan.reservations.items()}
+        want = expect["reservations"]
+        if set(got) != set(want) or any(abs(got[k] - want[k]) > TOLERANCE for k in want):
+            failures.append(f"step {step}: reservations {got}, want {want}")
+    for key in expect.get("backfilled", []):
+        job = jobs.get(key)
+        if job is None or not job.running or not job.backfilled:
+            failures.append(f"step {step}: {key} is {_state(job)}, want running by backfill")
+    for key, text in expect.get("reason_contains", {}).items():
+        job = jobs.get(key)
+        reason = plan.pending_reasons.get(job.key, "") if job is not None else ""
+        if text not in reason:
+            failures.append(f"step {step}: {key} waits because {reason!r}, want {text!r} in it")
     return failures
 
 

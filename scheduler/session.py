@@ -27,6 +27,7 @@ class Session:
 
     def __init__(self, snapshot: Snapshot, policy: Policy):
         self.policy = policy
+        self.now = snapshot.now
         self.queues: dict[str, QueueState] = build_queues(snapshot)
         jobs = [j for j in snapshot.jobs if j.project in self.queues and j.milli_per_pod >= 0]
         if len({j.key for j in jobs}) != len(jobs):
@@ -39,12 +40,22 @@ class Session:
         self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
         self.reasons: dict[JobKey, str] = {}
         self.hard_blocked: set[JobKey] = set()  # blocked by a limit or quota (R3), not by room
+        # Backfill (Policy.backfill, scheduler/actions/backfill.py); all empty without it.
+        self.reservations: dict[JobKey, float] = {}  # reserved job -> predicted start (B1)
+        self.held: set[JobKey] = set()  # fit now but would delay a reservation (B3)
+        self.behind: set[JobKey] = set()  # not started, after a reservation on their pools (B3)
+        self.withheld: set[JobKey] = set()  # pending jobs the current action may not take up
 
     # ------------------------------------------------------------------ what actions look at
     def pending(self) -> list[Job]:
-        """Jobs waiting for GPUs; jobs evicted in this cycle are still releasing (R1.3)."""
+        """Jobs waiting for GPUs; jobs evicted in this cycle are still releasing (R1.3), and jobs
+        backfill withholds from the current action are left out (B3; none without backfill)."""
         return [
-            j for j in self.jobs if not self.state.is_running(j.key) and j.key not in self.touched
+            j
+            for j in self.jobs
+            if not self.state.is_running(j.key)
+            and j.key not in self.touched
+            and j.key not in self.withheld
         ]
 
     def running_untouched(self) -> list[Job]:
@@ -110,7 +121,10 @@ class Session:
         for job in self.jobs:
             if not self.state.is_running(job.key):
                 reasons[job.key] = self.reasons.get(job.key) or self.default_reason(job)
-        return Plan(tuple(self.decisions), fair, reasons, allocated)
+        reservations = {
+            key: at for key, at in self.reservations.items() if not self.state.is_running(key)
+        }
+        return Plan(tuple(self.decisions), fair, reasons, allocated, reservations)
 
     def default_reason(self, job: Job) -> str:
         """Reason for a job no action looked at (evicted in this cycle, or never reached)."""

@@ -1,4 +1,8 @@
-"""Allocate (R4.4): place pending jobs on free capacity in queue order; never evict."""
+"""Allocate (R4.4): place pending jobs on free capacity in queue order; never evict.
+
+With `Policy.backfill` the first job blocked by room gets a reservation and later jobs start only
+if they do not delay it (B1-B4, scheduler/actions/backfill.py); without it, nothing changes.
+"""
 
 from __future__ import annotations
 
@@ -6,22 +10,29 @@ from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
 from ..session import Session, gpus, nodes_of
+from .backfill import Backfill
 
 
 def allocate(session: Session) -> None:
     """Pop pending jobs in allocation order (R4.1-R4.3); check the limit and interactive quota
     (R3.1, R3.2); place all pods or none (R6.1). A failed job is skipped for this cycle and the
-    reason kept for the user."""
+    reason kept for the user — or, with backfill, reserved (B1) and later starts checked against
+    the reservation (B2, B3); an overrunning backfilled job may give way to it (B4)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
+    backfill = Backfill(session) if session.policy.backfill else None
     while (job := queue.pop()) is not None:
         blocked = session.capacity_block(job)
         if blocked:
             session.reasons[job.key] = blocked
             session.hard_blocked.add(job.key)
             continue
+        checkpoint = session.state.checkpoint()
         placement = place_job(session.state, job, session.policy)
         if placement is None:
-            session.reasons[job.key] = no_fit_reason(session, job)
+            if backfill is None or not backfill.blocked(job):
+                session.reasons[job.key] = no_fit_reason(session, job)
+            continue
+        if backfill is not None and backfill.handled(job, placement, checkpoint):
             continue
         session.record(
             "start",

@@ -304,3 +304,49 @@ def test_other_policies_keep_devices_and_gangs_whole_and_settle(workload, policy
             assert len(job.placement) in (0, job.pods)
 
     run(workload, check, policy)
+
+
+@st.composite
+def predicted_workloads(draw):
+    """workloads() with a predicted run time on every job (None = unknown), so that backfill
+    makes reservations (B1) on the fixed clock of these properties."""
+    snapshot, second = draw(workloads())
+
+    def guess(job):
+        return replace(job, expected_s=draw(st.none() | st.sampled_from([10, 60, 300])))
+
+    jobs = tuple(guess(j) for j in snapshot.jobs)
+    return replace(snapshot, jobs=jobs), [guess(j) for j in second]
+
+
+@SETTINGS
+@given(predicted_workloads())
+def test_with_backfill_devices_limits_gangs_and_interactive_jobs_stay_whole_and_it_settles(
+    workload,
+):
+    """R5.3/R5.4, R3.1, R3.2, R7.3, R6.1 and R1.3 with `Policy(backfill=True)` (B1-B5); every
+    waiting job is told which rule (R or B) keeps it waiting."""
+
+    def check(before, plan: Plan, after):
+        for (_node, _device), used in device_use(after).items():
+            assert used <= 1 + EPS
+        for job in after.jobs:
+            assert len(job.placement) in (0, job.pods)
+        held = running_gpus(after)
+        for project in after.projects:
+            if project.limit is not None:
+                assert held[project.name] <= project.limit + EPS, project.name
+        interactive = {j.key for j in before.jobs if j.type == "interactive" and j.running}
+        for decision in plan.decisions:
+            assert not (decision.kind in ("evict", "move") and decision.job in interactive)
+        held = running_gpus(after, interactive_only=True)
+        for project in after.projects:
+            assert held[project.name] <= project.quota + EPS, project.name
+        for job in after.jobs:
+            if not job.running:
+                reason = plan.pending_reasons.get(job.key, "")
+                assert reason.endswith(")") and ("(R" in reason or "(B" in reason), reason
+
+    policy = Policy(backfill=True)
+    settled, last = run(workload, check, policy)
+    assert last.empty and plan_cycle(settled, policy).empty

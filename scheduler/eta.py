@@ -1,0 +1,76 @@
+"""Predicted start times of pending jobs (what the portal shows as each pending job's ETA).
+
+:func:`estimate_starts` simulates forward from a snapshot with no new arrivals: settle the
+cluster with the scheduler's own cycles (R1.3), advance the clock to the next predicted end
+among running jobs (`started + expected_s`, B1: an overrun job ends at once, a job with unknown
+`expected_s` or `started` never ends), remove the jobs ending then, settle again, and so on until
+every pending job has started or no predicted end is left. A job's estimate is the clock when a
+plan first starts it; jobs that never start in the simulation get None ("unknown"). Pure and
+deterministic: the snapshot's clock is the only time it knows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .actions.backfill import predicted_end
+from .apply import apply_plan
+from .cycle import plan_cycle
+from .model import JobKey, Policy, Snapshot
+
+MAX_CYCLES_PER_STEP = 100
+
+
+def estimate_starts(
+    snapshot: Snapshot, policy: Policy | None = None, horizon_s: float | None = None
+) -> dict[JobKey, float | None]:
+    """Predicted start time (snapshot clock) of every pending job of `snapshot`, or None when
+    the simulation cannot tell: it waits on jobs of unknown run time, on more than `horizon_s`
+    seconds of predicted ends, or on something no end frees (a job too big for its pools).
+
+    Bounded: at most one clock step per running or pending job (each step ends at least one
+    job) plus one, and at most 100 cycles per step."""
+    policy = policy or Policy()
+    eta: dict[JobKey, float | None] = {j.key: None for j in snapshot.jobs if not j.running}
+    waiting = set(eta)
+    limit = None if horizon_s is None else snapshot.now + horizon_s
+    current = snapshot
+    for _ in range(len(snapshot.jobs) + 1):
+        current = _settle(current, policy, eta, waiting)
+        if not waiting:
+            break
+        ends = [
+            end
+            for job in current.jobs
+            if job.running and (end := predicted_end(job, current.now)) is not None
+        ]
+        if not ends:
+            break
+        at = min(ends)
+        if limit is not None and at > limit:
+            break
+        kept = tuple(job for job in current.jobs if not _ends_by(job, current.now, at))
+        current = replace(current, now=at, jobs=kept)
+    return eta
+
+
+def _ends_by(job, now: float, at: float) -> bool:
+    """A running job predicted to end at or before `at` (it leaves the simulation then)."""
+    if not job.running:
+        return False
+    end = predicted_end(job, now)
+    return end is not None and end <= at
+
+
+def _settle(snapshot: Snapshot, policy: Policy, eta: dict, waiting: set) -> Snapshot:
+    """Plan and apply until a plan is empty, noting when each waiting job first starts."""
+    for _ in range(MAX_CYCLES_PER_STEP):
+        plan = plan_cycle(snapshot, policy)
+        if plan.empty:
+            break
+        for decision in plan.decisions:
+            if decision.kind == "start" and decision.job in waiting:
+                eta[decision.job] = snapshot.now
+                waiting.discard(decision.job)
+        snapshot = apply_plan(snapshot, plan)
+    return snapshot
