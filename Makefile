@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal bench-dashboards replay clean
+.PHONY: run test check lint format bench bench-portal bench-dashboards bench-eta replay clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,10 @@ bench-portal: $(STAMP)
 # Analytics over 30 days x 100 projects, and 50 live overview websockets (PostgreSQL + Redis).
 bench-dashboards: $(STAMP)
 	$(PY) benchmarks/dashboard_bench.py
+
+# What one refresh of the pending jobs' ETAs costs on busy clusters (scheduler only).
+bench-eta: $(STAMP)
+	$(PY) benchmarks/eta_bench.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

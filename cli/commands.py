@@ -33,6 +33,29 @@ def project_of(given: str | None) -> str:
     return project
 
 
+def span(seconds: float) -> str:
+    """'45s', '12m', '3h20m', '2d4h'."""
+    total = max(0, round(seconds))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m" if minutes else f"{secs}s"
+
+
+def eta_of(job: dict) -> str:
+    """When a pending job is expected to start, from the portal's forward simulation."""
+    if not job.get("eta"):
+        return "unknown (it waits on jobs whose run time cannot be predicted yet)"
+    at = datetime.fromisoformat(job["eta"].replace("Z", "+00:00")).astimezone(UTC)
+    left = (at - datetime.now(UTC)).total_seconds()
+    when = "within the next cycles" if left <= 60 else f"in {span(left)}"
+    return f"{at:%Y-%m-%d %H:%M} UTC ({when})"
+
+
 def age(stamp: str | None) -> str:
     """'3m', '2h', '5d' since an ISO timestamp."""
     if not stamp:
@@ -288,6 +311,9 @@ def get(name, project, as_json):
         click.echo(
             f"WAITING {job['wait_s']:g} s BECAUSE: {job['pending_reason'] or 'not yet scheduled'}"
         )
+        click.echo(f"EXPECTED START: {eta_of(job)}")
+    if job.get("expected_s"):
+        click.echo(f"PREDICTED RUN TIME: {span(job['expected_s'])} ({job['expected_basis']})")
     click.echo(f"SERVICE URL(S): {urls_of(job)}\n\nEVENTS:")
     table = Table("TIME", "KIND", "MESSAGE", box=None, pad_edge=False)
     for e in events:

@@ -247,6 +247,10 @@ ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")
 ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)
 ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")))
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
+# Run-time predictions and pending jobs' ETAs are refreshed after a cycle at most this often.
+ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)
+# Backfill with reservations (Allot's B rules): off by default, as in KAI.
+ALLOT_BACKFILL = envbool("ALLOT_BACKFILL", False)
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)
 ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and webhooks

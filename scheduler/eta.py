@@ -22,14 +22,22 @@ MAX_CYCLES_PER_STEP = 100
 
 
 def estimate_starts(
-    snapshot: Snapshot, policy: Policy | None = None, horizon_s: float | None = None
+    snapshot: Snapshot,
+    policy: Policy | None = None,
+    horizon_s: float | None = None,
+    resolution_s: float = 0.0,
 ) -> dict[JobKey, float | None]:
     """Predicted start time (snapshot clock) of every pending job of `snapshot`, or None when
     the simulation cannot tell: it waits on jobs of unknown run time, on more than `horizon_s`
     seconds of predicted ends, or on something no end frees (a job too big for its pools).
 
     Bounded: at most one clock step per running or pending job (each step ends at least one
-    job) plus one, and at most 100 cycles per step."""
+    job) plus one, and at most 100 cycles per step.
+
+    `resolution_s` trades exactness for speed on big clusters: one step ends every job predicted
+    to end within `resolution_s` of the next end, at the last of those ends, so an estimate is
+    late by at most `resolution_s` and a busy queue takes far fewer steps (the portal uses a
+    minute). 0 is exact: one step per distinct end."""
     policy = policy or Policy()
     eta: dict[JobKey, float | None] = {j.key: None for j in snapshot.jobs if not j.running}
     waiting = set(eta)
@@ -49,9 +57,22 @@ def estimate_starts(
         at = min(ends)
         if limit is not None and at > limit:
             break
+        if resolution_s > 0:
+            at = max(end for end in ends if end <= at + resolution_s)
         kept = tuple(job for job in current.jobs if not _ends_by(job, current.now, at))
         current = replace(current, now=at, jobs=kept)
     return eta
+
+
+def resolution_for(snapshot: Snapshot, horizon_s: float, minimum_s: float = 60.0,
+                   steps: int = 50) -> float:  # fmt: skip
+    """A `resolution_s` for `estimate_starts`: `minimum_s`, or 1/`steps` of the span of the
+    running jobs' predicted ends (capped at `horizon_s`) when that is longer, so a big busy
+    cluster takes about `steps` clock steps instead of one per distinct end."""
+    ends = [end for job in snapshot.jobs if job.running
+            and (end := predicted_end(job, snapshot.now)) is not None]  # fmt: skip
+    span = max(ends, default=snapshot.now) - snapshot.now
+    return max(minimum_s, min(span, horizon_s) / steps)
 
 
 def _ends_by(job, now: float, at: float) -> bool:

@@ -21,6 +21,7 @@ os.environ.setdefault("ALLOT_SIM_START_DELAY_S", "0")
 os.environ.setdefault("ALLOT_SIM_JUPYTER", "0")  # the Jupyter tests turn real servers on
 os.environ.setdefault("ALLOT_NOTIFICATIONS", "0")  # the notification tests turn them on
 os.environ.setdefault("ALLOT_EMBEDDED_CYCLE", "0")
+os.environ.setdefault("ALLOT_ETA_INTERVAL_S", "0")  # the ETA tests refresh them by hand
 
 
 def _configure_django() -> None:
@@ -34,6 +35,7 @@ def _configure_django() -> None:
     settings.ALLOT_SIM_START_DELAY_S = float(os.environ["ALLOT_SIM_START_DELAY_S"])
     settings.ALLOT_SIM_JUPYTER = os.environ["ALLOT_SIM_JUPYTER"] not in ("0", "", "false")
     settings.ALLOT_NOTIFICATIONS = os.environ["ALLOT_NOTIFICATIONS"] not in ("0", "", "false")
+    settings.ALLOT_ETA_INTERVAL_S = float(os.environ["ALLOT_ETA_INTERVAL_S"])
     settings.ALLOT_EMBEDDED_CYCLE = os.environ["ALLOT_EMBEDDED_CYCLE"] not in ("0", "", "false")
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

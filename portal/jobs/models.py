@@ -79,6 +79,12 @@ class Job(models.Model):
     active_at = models.DateTimeField(null=True, blank=True)  # when `activity` last changed
     stuck = models.BooleanField(default=False)  # no output or progress for too long
     pending_reason = models.TextField(blank=True, default="")
+    # Predicted run time (from finished jobs like it, `scheduler.predict`) and, while pending, the
+    # start time the scheduler's own forward simulation expects (`scheduler.eta`); advisory.
+    expected_s = models.PositiveIntegerField(null=True, blank=True)
+    expected_basis = models.CharField(max_length=32, blank=True, default="")
+    eta = models.DateTimeField(null=True, blank=True)
+    backfilled = models.BooleanField(default=False)  # started ahead of a reservation (B2)
     submitted_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -177,6 +177,8 @@ def _job(job: Job, now) -> dict:
         "wait_s": round(max(((job.started_at or now) - job.submitted_at).total_seconds(), 0.0), 1),
         "pending_reason": job.pending_reason,
         "stuck": job.stuck,
+        "expected_s": job.expected_s,  # predicted run time (scheduler.predict)
+        "eta": job.eta.isoformat() if job.eta else None,  # predicted start while pending
     }
 
 

@@ -165,6 +165,9 @@ class JobSerializer(serializers.ModelSerializer):
             "wait_s",
             "pending_reason",
             "stuck",
+            "expected_s",
+            "expected_basis",
+            "eta",
             "urls",
         ]
         read_only_fields = [
@@ -175,6 +178,9 @@ class JobSerializer(serializers.ModelSerializer):
             "finished_at",
             "pending_reason",
             "stuck",
+            "expected_s",
+            "expected_basis",
+            "eta",
         ]
         # The (project, name) uniqueness is a 409 from services.submit_job, not a 400 here.
         validators = []

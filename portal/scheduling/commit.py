@@ -86,11 +86,12 @@ def decision_updates(
         if decision.kind == "evict":
             reason = plan.pending_reasons.get(key, decision.reason)
             values = {"status": Status.PENDING, "placement": [], "started_at": None,
-                      "pending_reason": reason}  # fmt: skip
+                      "pending_reason": reason, "backfilled": False}  # fmt: skip
         else:
             values = {"status": Status.CONTAINER_CREATING,
                       "placement": placement_json(decision.placement), "started_at": now,
-                      "pending_reason": ""}  # fmt: skip
+                      "pending_reason": "",
+                      "backfilled": decision.action == "backfill"}  # B2, for B4  # fmt: skip
         updates.append(Update(state.rows[key].id, current[key], values))
     return updates
 
@@ -132,7 +133,7 @@ def conditional_update(expected: str, fields: tuple[str, ...], updates: list[Upd
 
 
 _ARRAY_TYPES = {"CharField": "text[]", "TextField": "text[]", "JSONField": "text[]",
-                "DateTimeField": "timestamptz[]"}  # fmt: skip
+                "DateTimeField": "timestamptz[]", "BooleanField": "boolean[]"}  # fmt: skip
 
 
 def _unnest_update(expected: str, fields: tuple[str, ...], updates: list[Update]) -> int:

@@ -24,7 +24,7 @@ from agents.base import Agent
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
-from portal.scheduling import observe, snapshot
+from portal.scheduling import eta, observe, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
 from portal.scheduling.observe import Transition
@@ -63,13 +63,15 @@ def run_cycle(
     if not _process_lock.acquire(blocking=wait):
         return CycleResult("busy")
     try:
-        result = _decide(agent, wait, policy or Policy())
+        result = _decide(agent, wait, policy or eta.current_policy())
         if result.status == "done":
             _carry_out(agent, result)
             publish_overview(result.changed or _rows_changed(result.fingerprint))
-        return result
     finally:
         _process_lock.release()
+    if result.status == "done":
+        eta.refresh_if_due()
+    return result
 
 
 _last_fingerprint = 0

@@ -147,7 +147,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
-            named=True,
+            "expected_s", "backfilled", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -156,9 +156,11 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         if project is None:
             continue
         placement = _placement(row.placement) if row.status in HOLDING else ()
+        started = row.started_at.timestamp() if placement and row.started_at else None
         job = Job(
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
             placement=placement, user=row.user__username or "", image=row.image,
+            started=started, expected_s=row.expected_s, backfilled=row.backfilled,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(

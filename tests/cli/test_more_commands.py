@@ -238,3 +238,17 @@ def test_submit_passes_every_runai_flag_through(allot):  # noqa: F811
     assert (job["type"], job["gpus"], job["priority"]) == ("interactive", 0.5, 3)
     bad = allot("submit", "x", "-p", "team-a", "--pvc", "nocolon")
     assert bad.returncode == 2 and "CLAIM:PATH" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_get_shows_a_pending_jobs_expected_start_and_predicted_run_time(allot):  # noqa: F811
+    from portal.scheduling import eta
+
+    allot("submit", "fill", "-p", "team-d", "-g", "8", "--pods", "2")  # the whole cluster
+    settle()
+    allot("submit", "after", "-p", "team-d", "-g", "1")  # waits in its own project's queue
+    settle()
+    eta.refresh()
+    shown = allot("get", "after", "-p", "team-d").stdout
+    assert "EXPECTED START: " in shown and "PREDICTED RUN TIME: 1h00m (default)" in shown
+    job = Job.objects.get(name="after")
+    assert job.eta is not None and f"{job.eta:%Y-%m-%d %H:%M} UTC (in 59m)" in shown

@@ -1,0 +1,25 @@
+"""Template filters of Allot's pages."""
+
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def duration_s(seconds) -> str:
+    """Seconds in plain words: 45 s, 12 min, 3 h 20 min, 2 d 4 h."""
+    if seconds is None or seconds == "":
+        return "-"
+    total = max(0, round(float(seconds)))
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min"
+    return f"{secs} s"

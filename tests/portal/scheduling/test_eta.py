@@ -1,0 +1,86 @@
+"""Predicted run times and pending jobs' ETAs in the portal (Step 7): learned from succeeded jobs,
+simulated forward with the scheduler's own cycles, shown by the API, the job page, the overview
+and `allot get`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from portal.jobs.models import Job, Status
+from portal.jobs.overview import build_full_overview
+from portal.scheduling import eta
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def finished(cluster, project: str, name: str, seconds: float, gpus: float = 4) -> None:
+    """A succeeded job that ran `seconds` (history for the predictor)."""
+    job = cluster.submit(project, name, gpus)
+    start = job.submitted_at
+    end = start + timedelta(seconds=seconds)
+    Job.objects.filter(pk=job.pk).update(status=Status.SUCCEEDED, started_at=start, finished_at=end)
+
+
+@pytest.fixture
+def busy(cluster, clock):
+    """One 8-GPU node held by team-a's `long` (runs of team-a's 4-GPU jobs took 1 h before),
+    team-a's `next` waiting behind it."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    for i, seconds in enumerate((3000, 3600, 4200)):
+        finished(cluster, "team-a", f"old-{i}", seconds)
+    cluster.submit("team-a", "long-1", 4)
+    cluster.submit("team-a", "long-2", 4)
+    cluster.settle()
+    cluster.submit("team-a", "next", 4)
+    cluster.settle()
+    return cluster
+
+
+def test_a_pending_jobs_eta_is_when_the_running_jobs_predicted_ends_free_its_gpus(busy, clock):
+    written = eta.refresh(now=clock.now)
+    assert written == 3  # two running, one pending
+    waiting = busy.job("team-a", "next")
+    assert waiting.status == Status.PENDING
+    assert (waiting.expected_s, waiting.expected_basis) == (3600, "project+gpus")
+    started = busy.job("team-a", "long-1").started_at
+    assert waiting.eta == started + timedelta(seconds=3600)  # the median of 3000/3600/4200 s
+    assert busy.job("team-a", "long-1").eta is None  # running jobs have no ETA
+
+
+def test_the_eta_is_unknown_when_nothing_predicts_the_running_jobs_end(cluster, clock):
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    cluster.submit("team-a", "whole", 8)
+    cluster.settle()
+    cluster.submit("team-a", "next", 8)
+    cluster.settle()
+    eta.refresh(now=clock.now)
+    # no history at all: the predictor's default (1 h) still gives an estimate
+    assert cluster.job("team-a", "next").expected_basis == "default"
+    assert cluster.job("team-a", "next").eta is not None
+
+
+def test_the_api_overview_and_job_page_show_the_eta(busy, clock, api, cluster_admin):
+    eta.refresh(now=clock.now)
+    body = api(cluster_admin).get("/api/v1/jobs/team-a/next/").json()
+    assert body["eta"] and body["expected_s"] == 3600 and body["expected_basis"] == "project+gpus"
+    pending = build_full_overview()["pending"]
+    assert [row["eta"] for row in pending] == [busy.job("team-a", "next").eta.isoformat()]
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/next/").content.decode()
+    assert "Expected start" in page and "Predicted run time" in page and "1 h 0 min" in page
+
+
+def test_after_a_cycle_the_etas_are_refreshed_in_the_background(busy, settings):
+    settings.ALLOT_ETA_INTERVAL_S = 1
+    eta._last = float("-inf")
+    busy.cycle()  # starts the refresh thread; the cycle does not wait for it
+    eta.thread.join(30)
+    assert busy.job("team-a", "next").eta is not None
+    assert eta.refresh_if_due() is False  # not again within the interval
