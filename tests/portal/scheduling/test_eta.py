@@ -84,3 +84,25 @@ def test_after_a_cycle_the_etas_are_refreshed_in_the_background(busy, settings):
     eta.thread.join(30)
     assert busy.job("team-a", "next").eta is not None
     assert eta.refresh_if_due() is False  # not again within the interval
+
+
+def test_with_allot_backfill_the_cycle_holds_a_long_job_for_a_waiting_gang(cluster, settings):
+    """ALLOT_BACKFILL: predictions on the rows reach the cycle (B1-B3), the mark is stored."""
+    settings.ALLOT_BACKFILL = True
+    cluster.node("dgx1-1", 8)
+    cluster.node("dgx1-2", 8)
+    cluster.project("team-a", 16)
+    cluster.submit("team-a", "half", 4)
+    cluster.settle()
+    Job.objects.filter(name="half").update(expected_s=600)
+    cluster.submit("team-a", "gang", 8, pods=2)  # needs both nodes: waits for `half`
+    cluster.submit("team-a", "long", 4)
+    cluster.submit("team-a", "short", 4)
+    Job.objects.filter(name="long").update(expected_s=36000)
+    Job.objects.filter(name="short").update(expected_s=60)
+    cluster.cycle()
+    assert "(B3)" in cluster.job("team-a", "long").pending_reason
+    assert "gang" in cluster.job("team-a", "long").pending_reason
+    short = cluster.job("team-a", "short")
+    assert short.status == Status.CONTAINER_CREATING and short.backfilled
+    assert cluster.job("team-a", "gang").status == Status.PENDING
