@@ -196,6 +196,7 @@
   render(JSON.parse(document.getElementById("overview-data").textContent));
   setInterval(tick, 1000);
   window.allotOverview = { current: () => current };
+  const TOASTS_SHOWN = 3; // a burst (a whole scenario starting) must not cover the page
   function toast(notice) { // one of my jobs changed: say so for 8 s
     let box = document.getElementById("toasts");
     if (!box) {
@@ -205,7 +206,20 @@
     const item = el("div", { class: "toast toast-" + notice.kind.replace(" ", "-") },
       el("b", null, `${notice.project}/${notice.job} ${notice.event}`), el("span", null, notice.message));
     box.append(item);
-    setTimeout(() => item.remove(), 8000);
+    setTimeout(() => { item.remove(); summarise(box); }, 8000);
+    summarise(box);
+  }
+  function summarise(box) { // the newest TOASTS_SHOWN stay; the rest fold into "+ n more"
+    const items = [...box.querySelectorAll(".toast")];
+    items.forEach((item, i) => { item.hidden = i < items.length - TOASTS_SHOWN; });
+    let more = box.querySelector(".toast-more");
+    const hidden = Math.max(0, items.length - TOASTS_SHOWN);
+    if (!hidden) { if (more) more.remove(); return; }
+    if (!more) {
+      more = el("div", { class: "toast toast-more" });
+      box.prepend(more);
+    }
+    more.textContent = `+ ${hidden} more change${hidden > 1 ? "s" : ""} to your jobs (see Jobs)`;
   }
 
   window.allotLive("/ws/overview/", (message) => {
