@@ -1,0 +1,164 @@
+"""`python -m scheduler.simulate TRACE.csv [options]`: replay a job trace under policies.
+
+Examples:
+  python -m scheduler.simulate philly_50k.csv --quotas philly_vc_quota.csv --policy kai
+  python -m scheduler.simulate philly_busy_2k.csv --quotas philly_vc_quota.csv --vc-scale 0.5 \\
+      --policy fifo-strict --policy kai --out out/2k-half
+  python -m scheduler.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --policy kai \\
+      --round-up-fractions
+
+The cluster is --nodes COUNTxGPUS; with --quotas and no --nodes it is the sum of the (scaled)
+VC nodes. Without --quotas every team of the trace gets an equal share of the cluster as quota.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..predict import EvalJob, Predictor, evaluate
+from .engine import Cluster, SimOptions, Simulation
+from .policies import POLICIES, get_policy
+from .report import summary_table, team_table, write_csvs
+from .trace import Trace, parse_nodes, read_quotas, read_trace
+
+
+def build_cluster(args: argparse.Namespace, trace: Trace) -> Cluster:
+    """Nodes and quotas from the arguments (see the module doc)."""
+    node_gpus = args.gpus_per_node
+    count = None
+    if args.nodes:
+        count, node_gpus = parse_nodes(args.nodes)
+    quota_nodes: dict[str, int] = {}
+    if args.quotas:
+        vcs = read_quotas(args.quotas, node_gpus, args.vc_scale)
+        quotas = {team: vc.gpus for team, vc in vcs.items()}
+        quota_nodes = {team: vc.nodes for team, vc in vcs.items()}
+        if count is None:
+            count = sum(quota_nodes.values())
+        source = f"quotas {Path(args.quotas).name} x{args.vc_scale:g}"
+    else:
+        if count is None:
+            raise SystemExit("give --nodes COUNTxGPUS, or --quotas to size the cluster")
+        teams = trace.teams or ["all"]
+        quotas = dict.fromkeys(teams, count * node_gpus / len(teams))
+        source = f"equal quotas over {len(teams)} team(s)"
+    label = f"{count}x{node_gpus} ({count * node_gpus} GPUs), {source}"
+    return Cluster(count, node_gpus, quotas, quota_nodes, label)
+
+
+def predictor_report(trace: Trace, args: argparse.Namespace) -> str:
+    """The predictor's accuracy on this trace (train on the first half, online after)."""
+    jobs = [
+        EvalJob(j.submit_s, j.duration_s, j.team, j.gpus, j.user, j.image, j.estimate_s)
+        for j in trace.jobs
+    ]
+    result = evaluate(jobs, 0.5, online=True, predictor=_predictor(args))
+    bases = ", ".join(f"{basis} {count}" for basis, count in result.by_basis.items())
+    return (
+        f"predictor (quantile {args.quantile:g}, min_samples {args.min_samples}; first half "
+        f"trains, online learning at completion): n={result.n}, MAE {result.mae_s:,.0f} s, "
+        f"within 2x {result.within_2x:.3f}; bases: {bases}"
+    )
+
+
+def _predictor(args: argparse.Namespace) -> Predictor:
+    return Predictor(quantile=args.quantile, min_samples=args.min_samples)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (documented in docs/simulation.md)."""
+    p = argparse.ArgumentParser(
+        prog="python -m scheduler.simulate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("trace", help="job trace CSV")
+    p.add_argument("--nodes", help="cluster shape COUNTxGPUS, e.g. 352x8")
+    p.add_argument("--gpus-per-node", type=int, default=8, help="with --quotas and no --nodes")
+    p.add_argument("--quotas", help="per-team quota CSV (team,nodes[,gpus])")
+    p.add_argument("--vc-scale", type=float, default=1.0, help="scale every VC's node count")
+    p.add_argument(
+        "--policy",
+        action="append",
+        choices=list(POLICIES),
+        help="policy to run (repeat for several; default kai)",
+    )
+    p.add_argument("--out", help="directory for summary.csv, per_team.csv, jobs.csv, report.html")
+    p.add_argument("--cycle-s", type=float, default=60.0, help="virtual seconds between cycles")
+    p.add_argument("--restart", choices=("zero", "checkpoint"), default="zero")
+    p.add_argument(
+        "--round-up-fractions", action="store_true", help="every fractional request -> 1 GPU"
+    )
+    p.add_argument("--team-column", default="team", help="column naming the team (e.g. qos)")
+    p.add_argument("--limit-jobs", type=int, help="replay only the first N jobs")
+    p.add_argument("--predictor-eval", action="store_true", help="print the predictor's accuracy")
+    p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
+    p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
+    p.add_argument(
+        "--no-depth-bound",
+        action="store_true",
+        help="show the core every pending job (slower; the bound is exact, see the docs)",
+    )
+    p.add_argument("--jobs-csv", choices=("plain", "gz", "none"), default="plain")
+    p.add_argument("--no-html", action="store_true", help="skip report.html")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every requested policy on the trace, print the tables, write the files."""
+    args = parser().parse_args(argv)
+    if args.vc_scale != 1.0 and not args.quotas:
+        raise SystemExit("--vc-scale scales the VCs of --quotas; give --quotas")
+    if args.cycle_s <= 0:
+        raise SystemExit("--cycle-s must be positive")
+    node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
+    trace = read_trace(
+        args.trace,
+        node_gpus=node_gpus,
+        round_up_fractions=args.round_up_fractions,
+        team_column=args.team_column,
+        limit=args.limit_jobs,
+    )
+    cluster = build_cluster(args, trace)
+    options = SimOptions(
+        cycle_s=args.cycle_s,
+        restart=args.restart,
+        progress=not args.quiet,
+        quantile=args.quantile,
+        min_samples=args.min_samples,
+        depth_bound=not args.no_depth_bound,
+    )
+    fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
+    setting = f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{fractions}"
+    print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
+    if args.predictor_eval:
+        print(predictor_report(trace, args))
+    results = []
+    for name in args.policy or ["kai"]:
+        began = time.perf_counter()
+        result = Simulation(trace, cluster, get_policy(name), options).run()
+        result.setting = setting
+        results.append(result)
+        if not args.quiet:
+            print(f"{name}: {time.perf_counter() - began:.1f} s wall", file=sys.stderr)
+    print(summary_table(results))
+    for result in results:
+        print()
+        print(team_table(result))
+    if args.out:
+        out = Path(args.out)
+        written = write_csvs(out, results, args.jobs_csv)
+        if not args.no_html:
+            from .report import write_html
+
+            written.append(write_html(out, results, setting))
+        print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

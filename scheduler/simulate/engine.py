@@ -1,0 +1,584 @@
+"""The event-driven trace simulator: virtual time, the real scheduling core.
+
+**Time.** Three kinds of events move the clock: submissions (at their trace time), completions
+(start + remaining run time, exact) and cycle ticks at multiples of ``cycle_s``. Events between
+two ticks are applied at their own times (so the metrics are exact), and the scheduler sees
+them at the next tick, as a real cluster's scheduler sees them at its next period (R1.1). A
+tick runs :func:`scheduler.plan_cycle` — the same function the portal runs — only when it
+could decide something: some job is pending and either an event happened since the last cycle
+or the last plan was not empty (R1.3: a settled cluster decides nothing until something
+changes). With nothing pending no action has anything to do (allocate, consolidation, reclaim
+and preempt are all driven by pending jobs; the simulator never leaves a gang degraded, so
+R6.4 has nothing to evict). Between such ticks the clock jumps to the tick of the next event.
+Policies whose decisions depend on the clock (backfill compares predicted ends with `now`)
+also wake at each running job's predicted end.
+
+**Plans.** ``start`` starts a pending job at the tick (``Job.started`` = the tick, and
+``backfilled=True`` when the deciding action is ``"backfill"``); ``evict`` returns a job to
+pending with its `order` kept (R1.3); ``move`` re-places a running job, which restarts it.
+A restarted job runs its whole duration again (``restart="zero"``, the default: no
+checkpoints) or only what was left (``restart="checkpoint"``).
+
+**Cost.** Node and project tuples are built once; jobs live in dicts (running; pending, with
+a sorted queue per team and job shape) and the snapshot's job tuple is assembled from them per
+cycle; a `Job` object is only replaced when its placement changes. In an overloaded cluster
+the core's cycle grows with the pending queue, so by default the snapshot shows each team's
+queue only as deep as could possibly matter this cycle (:meth:`Simulation._bounded`, exact for
+the policies without backfill, checked by a test).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from ..cycle import plan_cycle
+from ..model import Job, JobKey, Project, Snapshot, to_milli
+from ..predict import Predictor
+from ..queues import build_queues, compute_fair_shares
+from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summarize
+from .policies import PolicySpec
+from .trace import Trace, TraceJob, build_nodes
+
+BACKLOG = "~backlog~"  # the depth bound's placeholder job (never placed, never decided)
+BACKLOG_ORDER = 1 << 62
+MAX_IDLE_BUSY = 10_000
+WAKE_AFTER_S = 1e-3  # a plan that never settles without new events is a core bug
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """The simulated cluster: `nodes` x `node_gpus`, per-team quotas in GPUs and, for the
+    partitioned policies, the nodes behind each quota."""
+
+    nodes: int
+    node_gpus: int
+    quotas: dict[str, float]
+    quota_nodes: dict[str, int]
+    label: str = ""
+
+    @property
+    def gpus(self) -> int:
+        """Total GPUs."""
+        return self.nodes * self.node_gpus
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Knobs of a run: cycle period, what an eviction costs, predictor settings, progress."""
+
+    cycle_s: float = 60.0
+    restart: str = "zero"
+    progress: bool = True
+    quantile: float = 0.5
+    min_samples: int = 3
+    depth_bound: bool = True
+    backfill_depth: int = 50
+
+
+class _Sim:
+    """One job's simulation state."""
+
+    __slots__ = (
+        "epoch",
+        "key",
+        "milli",
+        "outcome",
+        "pending_since",
+        "remaining",
+        "requested",
+        "run_start",
+        "trace",
+    )
+
+    def __init__(self, trace: TraceJob, key: JobKey, milli: int, outcome: JobOutcome):
+        self.trace = trace
+        self.key = key
+        self.milli = milli
+        self.requested = to_milli(trace.requested_gpus or trace.gpus_per_pod) * trace.pods
+        self.outcome = outcome
+        self.remaining = trace.duration_s
+        self.run_start: float | None = None
+        self.pending_since = trace.submit_s
+        self.epoch = 0
+
+
+class Simulation:
+    """Replays one trace under one policy; :meth:`run` returns the :class:`RunResult`."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        cluster: Cluster,
+        spec: PolicySpec,
+        options: SimOptions | None = None,
+        progress: Callable[[str], None] | None = None,
+    ):
+        self.trace = trace
+        self.cluster = cluster
+        self.spec = spec
+        self.options = options or SimOptions()
+        if self.options.restart not in ("zero", "checkpoint"):
+            raise ValueError("restart must be 'zero' or 'checkpoint'")
+        self._write_progress = progress or _stderr
+        teams = list(cluster.quotas) + [t for t in trace.teams if t not in cluster.quotas]
+        self.nodes = build_nodes(cluster.nodes, cluster.node_gpus, self._pools(teams))
+        self.projects = tuple(self._project(team, i) for i, team in enumerate(teams))
+        self.limits = {
+            p.name: to_milli(p.limit) if p.limit is not None else None for p in self.projects
+        }
+        self.predictor = (
+            Predictor(quantile=self.options.quantile, min_samples=self.options.min_samples)
+            if spec.predict
+            else None
+        )
+        last_submit = max((job.submit_s for job in trace.jobs), default=0.0)
+        self.tracker = ClusterTracker(to_milli(cluster.gpus), last_submit)
+        self.teams = {
+            team: TeamTracker(team, to_milli(cluster.quotas.get(team, 0.0))) for team in teams
+        }
+        self.running: dict[JobKey, Job] = {}
+        self.pending: dict[JobKey, Job] = {}
+        # Per team and job shape (GPUs per pod, pods): pending (order, key), sorted.
+        self.queues: dict[str, dict[tuple[int, int], list[tuple[int, JobKey]]]] = {
+            team: {} for team in teams
+        }
+        self.pending_count = 0
+        self.hidden_jobs = 0  # pending jobs left out of snapshots by the depth bound, summed
+        self.bounded = self.options.depth_bound
+        # Backfill may pick a later job of a shape over an earlier one (B2), so the bound is
+        # not exact there: each team and shape also shows its first `backfill_depth` jobs.
+        self.min_depth = self.options.backfill_depth if spec.policy.backfill else 0
+        self.sims: dict[JobKey, _Sim] = {}
+        self.cycles = 0
+        self.core_s = 0.0
+
+    # ------------------------------------------------------------------------------ set-up
+    def _pools(self, teams: list[str]) -> list[tuple[str, int]] | None:
+        """Node pools for a partitioned policy: each team's quota nodes (R5 node pools)."""
+        if not self.spec.partition:
+            return None
+        pools = []
+        for team in teams:
+            gpus = self.cluster.quotas.get(team, 0.0)
+            nodes = gpus / self.cluster.node_gpus
+            if nodes != int(nodes):
+                raise ValueError(
+                    f"{self.spec.name} needs whole-node quotas; {team} has {gpus:g} GPUs"
+                )
+            pools.append((team, int(nodes)))
+        return pools
+
+    def _project(self, team: str, order: int) -> Project:
+        quota = self.cluster.quotas.get(team, 0.0)
+        return Project(
+            team,
+            quota,
+            limit=quota if self.spec.quota_as_limit else None,
+            node_pools=(team,) if self.spec.partition else (),
+            order=order,
+        )
+
+    def _orders(self) -> list[int]:
+        """Job.order per trace position: submission order, or the duration rank (SJF)."""
+        jobs = self.trace.jobs
+        if not self.spec.oracle_order:
+            return list(range(len(jobs)))
+        ranked = sorted(range(len(jobs)), key=lambda i: (jobs[i].duration_s, i))
+        orders = [0] * len(jobs)
+        for rank, position in enumerate(ranked):
+            orders[position] = rank
+        return orders
+
+    # ------------------------------------------------------------------------------ events
+    def _submit(self, trace_job: TraceJob, order: int) -> None:
+        t = trace_job.submit_s
+        key = (trace_job.team, trace_job.job_id)
+        expected = None
+        outcome = JobOutcome(
+            trace_job.job_id,
+            trace_job.team,
+            trace_job.gpus,
+            trace_job.pods,
+            trace_job.submit_s,
+            trace_job.duration_s,
+        )
+        if self.predictor is not None:
+            guess = self.predictor.predict(
+                trace_job.user,
+                trace_job.team,
+                trace_job.image,
+                trace_job.gpus,
+                trace_job.estimate_s,
+            )
+            expected = guess.seconds
+            outcome.predicted_s, outcome.basis = guess.seconds, guess.basis
+        job = Job(
+            trace_job.team,
+            trace_job.job_id,
+            trace_job.gpus_per_pod,
+            pods=trace_job.pods,
+            order=order,
+            user=trace_job.user,
+            image=trace_job.image,
+            expected_s=expected,
+        )
+        sim = _Sim(trace_job, key, job.milli_total, outcome)
+        self.sims[key] = sim
+        self._enqueue(job)
+        self.tracker.change(t, pending=+1)
+        team = self.teams[trace_job.team]
+        team.change(t, demand=+sim.milli)
+        team.add_pending(sim.milli)
+
+    def _complete(self, sim: _Sim, t: float) -> None:
+        del self.running[sim.key]
+        sim.run_start = None
+        sim.outcome.end_s = t
+        self.tracker.change(t, alloc=-sim.milli, requested=-sim.requested)
+        self.teams[sim.key[0]].change(t, alloc=-sim.milli, demand=-sim.milli)
+        if self.predictor is not None:
+            trace_job = sim.trace
+            self.predictor.learn(
+                trace_job.user, trace_job.team, trace_job.image, trace_job.gpus,
+                trace_job.duration_s,
+            )  # fmt: skip
+
+    def _start(self, sim: _Sim, placement, now: float, backfill: bool) -> Job:
+        job = self._dequeue(sim.key)
+        outcome = sim.outcome
+        outcome.queued_s += now - sim.pending_since
+        if outcome.first_start_s is None:
+            outcome.first_start_s = now
+        outcome.backfilled += backfill
+        sim.run_start = now
+        job = replace(
+            job,
+            placement=placement,
+            started=now,
+            backfilled=backfill,
+            expected_s=self._expected(sim),
+        )
+        self.running[sim.key] = job
+        self.tracker.change(now, alloc=+sim.milli, pending=-1, requested=+sim.requested)
+        team = self.teams[sim.key[0]]
+        team.change(now, alloc=+sim.milli)
+        team.remove_pending(sim.milli)
+        self._schedule_end(sim, job, now)
+        return job
+
+    def _expected(self, sim: _Sim) -> float | None:
+        """Predicted run time left from this start: the prediction minus the work a checkpoint
+        kept (never below zero)."""
+        predicted = sim.outcome.predicted_s
+        if predicted is None:
+            return None
+        done = sim.trace.duration_s - sim.remaining
+        return max(predicted - done, 0.0)
+
+    def _stop_run(self, sim: _Sim, now: float) -> None:
+        """Account the run cut short at `now`: lost entirely, or kept by a checkpoint."""
+        ran = now - (sim.run_start if sim.run_start is not None else now)
+        if self.options.restart == "checkpoint":
+            sim.remaining = max(sim.remaining - ran, 0.0)
+        else:  # the run's work is lost; the job starts over
+            sim.outcome.lost_s += ran
+            sim.remaining = sim.trace.duration_s
+        sim.epoch += 1
+
+    def _evict(self, sim: _Sim, now: float) -> None:
+        job = self.running.pop(sim.key)
+        self._stop_run(sim, now)
+        sim.run_start = None
+        sim.pending_since = now
+        sim.outcome.evictions += 1
+        self._enqueue(replace(job, placement=(), started=None, backfilled=False))
+        self.tracker.change(now, alloc=-sim.milli, pending=+1, requested=-sim.requested)
+        team = self.teams[sim.key[0]]
+        team.change(now, alloc=-sim.milli)
+        team.add_pending(sim.milli)
+
+    def _move(self, sim: _Sim, placement, now: float) -> None:
+        self._stop_run(sim, now)
+        sim.outcome.moves += 1
+        sim.run_start = now
+        job = replace(
+            self.running[sim.key],
+            placement=placement,
+            started=now,
+            backfilled=False,
+            expected_s=self._expected(sim),
+        )
+        self.running[sim.key] = job
+        self._schedule_end(sim, job, now)
+
+    def _enqueue(self, job: Job) -> None:
+        """A job becomes pending (submitted, or evicted: it keeps its order, R1.3)."""
+        self.pending[job.key] = job
+        shape = (job.milli_per_pod, job.pods)
+        bisect.insort(self.queues[job.project].setdefault(shape, []), (job.order, job.key))
+        self.pending_count += 1
+
+    def _dequeue(self, key: JobKey) -> Job:
+        """A pending job starts: out of the pending set and its shape queue."""
+        job = self.pending.pop(key)
+        queue = self.queues[job.project][(job.milli_per_pod, job.pods)]
+        del queue[bisect.bisect_left(queue, (job.order, key))]
+        self.pending_count -= 1
+        return job
+
+    def _schedule_end(self, sim: _Sim, job: Job, now: float) -> None:
+        heapq.heappush(self._ends, (now + sim.remaining, self._seq(), sim.key, sim.epoch))
+        if self.spec.predict and job.expected_s is not None and job.expected_s > 0:
+            wake = now + job.expected_s + WAKE_AFTER_S  # strictly after: B4 wants now > end
+            heapq.heappush(self._wakes, (wake, self._seq(), sim.key, sim.epoch))
+
+    def _seq(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    # ------------------------------------------------------------------------------ cycles
+    def _shown_jobs(self) -> tuple[tuple[Job, ...], dict[str, list[JobKey]]]:
+        """The snapshot's jobs: every running job and the pending jobs the policy shows.
+
+        Strict FIFO shows each team's queue head that fits in its free quota (R3.1). The
+        other policies see every pending job, or — with the depth bound — a prefix of each
+        team's queue per job shape that is provably enough (:meth:`_bounded`)."""
+        jobs = list(self.running.values())
+        heads: dict[str, list[JobKey]] = {}
+        if self.spec.strict_fifo:
+            for team, shapes in self.queues.items():
+                limit = self.limits.get(team)
+                free = None if limit is None else limit - self.teams[team].alloc
+                shown: list[JobKey] = []
+                for _, key in heapq.merge(*shapes.values()):
+                    job = self.pending[key]
+                    if free is not None:
+                        if job.milli_total > limit:
+                            continue  # larger than the quota: never starts, blocks nobody
+                        if job.milli_total > free:
+                            break
+                        free -= job.milli_total
+                    jobs.append(job)
+                    shown.append(key)
+                if shown:
+                    heads[team] = shown
+        elif self.bounded:
+            jobs.extend(self._bounded())
+        else:
+            jobs.extend(self.pending.values())
+        return tuple(jobs), heads
+
+    def _bounded(self) -> list[Job]:
+        """Pending jobs to show when queues are deep (the depth bound, exact by construction).
+
+        In one cycle a team can gain at most the GPUs idle at the start (allocate and
+        consolidation only use those, R4.4, R11.1) plus its fair share (reclaim stops at
+        allocated + job <= fair share, R9.2): B = idle + F. So if a team's first jobs of one
+        shape already add up to more than B, not all of them start, and a later job of that
+        shape cannot either (allocate only fills the cluster further; reclaim skips a job no
+        easier than one that failed, R9.6). Those later jobs are left out, and one placeholder
+        job per team carries their GPUs so every request, hence every fair share, stays what
+        it is with all jobs shown (R2.4). The placeholder can never be placed (one pod larger
+        than any node, R5.3) nor reclaim (allocated + it > fair share, R9.2).
+
+        With backfill the bound is an approximation: B2 may start a later job of a shape whose
+        earlier jobs are held, because its predicted run is shorter. There every team and shape
+        also shows at least its first `backfill_depth` jobs (default 50), a backfill window
+        like Slurm's ``bf_max_job_test``; ``--no-depth-bound`` shows everything."""
+        total = self.tracker.capacity
+        idle = total - self.tracker.alloc
+        fair = self._fair_shares()
+        shown: list[Job] = []
+        largest = self.cluster.node_gpus * 1000
+        for team, shapes in self.queues.items():
+            tracker = self.teams[team]
+            waiting = tracker.demand - tracker.alloc
+            if not waiting:
+                continue
+            bound = idle + fair[team]
+            mine: list[Job] = []
+            shown_milli = 0
+            for queue in shapes.values():
+                cumulative = 0
+                for count, (_, key) in enumerate(queue, 1):
+                    job = self.pending[key]
+                    mine.append(job)
+                    cumulative += job.milli_total
+                    if cumulative > bound and count >= self.min_depth:
+                        break
+                shown_milli += cumulative
+            hidden = waiting - shown_milli
+            if hidden > max(fair[team], largest):
+                shown.extend(mine)
+                shown.append(Job(team, BACKLOG, hidden / 1000, order=BACKLOG_ORDER))
+                self.hidden_jobs += tracker_pending_jobs(shapes) - len(mine)
+            else:
+                for queue in shapes.values():
+                    shown.extend(self.pending[key] for _, key in queue)
+        return shown
+
+    def _fair_shares(self) -> dict[str, int]:
+        """Every team's fair share (thousandths) as the core will compute it from the full
+        requests (R2.4-R2.10), using the core's own division."""
+        queues = build_queues(Snapshot(nodes=(), projects=self.projects))
+        demand = [
+            Job(team, BACKLOG, tracker.demand / 1000)
+            for team, tracker in self.teams.items()
+            if tracker.demand
+        ]
+        compute_fair_shares(queues, demand, self.tracker.capacity, {}, self.spec.policy.k_value)
+        return {name: queue.fair_share for name, queue in queues.items()}
+
+    @staticmethod
+    def _enforce_fifo(decisions, heads: dict[str, list[JobKey]]):
+        """Drop starts that would jump a team's earlier shown job that did not start (strict
+        head-of-line blocking); FIFO policies make no evictions, so dropping a start is safe."""
+        started = {d.job for d in decisions if d.kind == "start"}
+        allowed: set[JobKey] = set()
+        for shown in heads.values():
+            for key in shown:
+                if key not in started:
+                    break
+                allowed.add(key)
+        return [d for d in decisions if d.kind != "start" or d.job in allowed]
+
+    def _cycle(self, now: float) -> bool:
+        """Run one scheduling cycle at `now` and carry its plan out; True when it decided."""
+        jobs, heads = self._shown_jobs()
+        snapshot = Snapshot(nodes=self.nodes, projects=self.projects, jobs=jobs, now=now)
+        began = time.perf_counter()
+        plan = plan_cycle(snapshot, self.spec.policy)
+        self.core_s += time.perf_counter() - began
+        self.cycles += 1
+        decisions = list(plan.decisions)
+        if self.spec.strict_fifo:
+            decisions = self._enforce_fifo(decisions, heads)
+        for decision in decisions:
+            if decision.job[1] == BACKLOG:
+                raise RuntimeError(f"the core decided on the depth-bound placeholder: {decision}")
+            sim = self.sims[decision.job]
+            if decision.kind == "start":
+                self._start(sim, decision.placement, now, decision.action == "backfill")
+            elif decision.kind == "evict":
+                self._evict(sim, now)
+            elif decision.kind == "move":
+                self._move(sim, decision.placement, now)
+        for team in self.teams.values():
+            team.after_cycle(now)
+        return bool(decisions)
+
+    # ------------------------------------------------------------------------------ main loop
+    def run(self) -> RunResult:
+        """Replay the whole trace; returns when every job finished or nothing can change."""
+        wall = time.perf_counter()
+        self._ends: list[tuple[float, int, JobKey, int]] = []
+        self._wakes: list[tuple[float, int, JobKey, int]] = []
+        self._counter = 0
+        jobs = self.trace.jobs
+        orders = self._orders()
+        cycle_s = self.options.cycle_s
+        total_days = (jobs[-1].submit_s / 86400) if jobs else 0.0
+        next_sub = 0
+        changed = False
+        busy = False  # the last plan decided something
+        now = 0.0
+        tick = 0
+        last_report = 0.0
+        finished = 0
+        idle_busy = 0  # consecutive deciding cycles with no event in between
+        self.note = ""
+        while True:
+            # Events up to and including this tick, in time order (completions first on ties:
+            # the GPUs are free when the new job is considered).
+            while True:
+                end_t = self._ends[0][0] if self._ends else math.inf
+                sub_t = jobs[next_sub].submit_s if next_sub < len(jobs) else math.inf
+                if min(end_t, sub_t) > now:
+                    break
+                if end_t <= sub_t:
+                    _, _, key, epoch = heapq.heappop(self._ends)
+                    sim = self.sims[key]
+                    if sim.epoch == epoch and sim.run_start is not None:
+                        self._complete(sim, end_t)
+                        finished += 1
+                        changed = True
+                else:
+                    self._submit(jobs[next_sub], orders[next_sub])
+                    next_sub += 1
+                    changed = True
+            while self._wakes and self._wakes[0][0] <= now:
+                _, _, key, epoch = heapq.heappop(self._wakes)
+                sim = self.sims[key]
+                changed |= sim.epoch == epoch and sim.run_start is not None
+            if self.pending_count and (changed or busy):
+                idle_busy = 0 if changed else idle_busy + 1
+                busy = self._cycle(now)
+            else:
+                busy = False
+            changed = False
+            if busy and idle_busy >= MAX_IDLE_BUSY:
+                self.note = f"stopped: {idle_busy} cycles kept deciding with no event between"
+                self._write_progress(f"\n{self.note}\n")
+                break
+            if self.options.progress:
+                clock = time.perf_counter()
+                if clock - last_report >= 0.5:
+                    last_report = clock
+                    self._progress(now, total_days, finished, len(jobs), clock - wall)
+            if busy:
+                tick += 1
+            else:
+                upcoming = min(
+                    self._ends[0][0] if self._ends else math.inf,
+                    jobs[next_sub].submit_s if next_sub < len(jobs) else math.inf,
+                    self._wakes[0][0] if self._wakes else math.inf,
+                )
+                if upcoming == math.inf:
+                    break
+                tick = max(tick + 1, math.ceil(upcoming / cycle_s))
+            now = tick * cycle_s
+        if self.options.progress:
+            self._progress(now, total_days, finished, len(jobs), time.perf_counter() - wall)
+            self._write_progress("\n")
+        outcomes = [self.sims[(job.team, job.job_id)].outcome for job in jobs]
+        end_time = max((o.end_s for o in outcomes if o.end_s is not None), default=now)
+        summary, team_rows = summarize(outcomes, self.tracker, self.teams, max(end_time, now))
+        summary.update(
+            policy=self.spec.name,
+            cycles=self.cycles,
+            core_s=self.core_s,
+            wall_s=time.perf_counter() - wall,
+            capacity_gpus=self.cluster.gpus,
+            restart=self.options.restart,
+            cycle_s=cycle_s,
+            note=self.note,
+            hidden_jobs=self.hidden_jobs,
+        )
+        if self.predictor is not None:
+            predicted = [o for o in outcomes if o.predicted_s is not None and o.duration_s > 0]
+            within = sum(0.5 <= o.predicted_s / o.duration_s <= 2 for o in predicted)
+            summary["predicted_within_2x"] = within / len(predicted) if predicted else 0.0
+        series = [(t, milli / 1000) for t, milli in self.tracker.series]
+        return RunResult(self.spec.name, self.cluster.label, outcomes, summary, team_rows, series)
+
+    def _progress(self, now: float, days: float, done: int, total: int, wall: float) -> None:
+        self._write_progress(
+            f"\r[{self.spec.name}] day {now / 86400:6.2f}/{days:.2f}  jobs done "
+            f"{done}/{total}  cycles {self.cycles}  wall {wall:6.1f} s "
+        )
+
+
+def tracker_pending_jobs(shapes: dict) -> int:
+    """Pending jobs in one team's shape queues."""
+    return sum(len(queue) for queue in shapes.values())
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()

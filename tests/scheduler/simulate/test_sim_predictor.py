@@ -1,0 +1,122 @@
+"""The run-time predictor (scheduler.predict): group fallbacks, min_samples, the user's estimate,
+the quantile, the sample window, and evaluate() on a tiny trace with exact numbers."""
+
+import pytest
+
+from scheduler.predict import EvalJob, Predictor, evaluate, quantile
+
+
+def learn_many(predictor, user, project, image, gpus, durations):
+    for duration in durations:
+        predictor.learn(user, project, image, gpus, duration)
+
+
+def test_most_specific_group_wins_over_the_project_group():
+    predictor = Predictor()
+    learn_many(predictor, "u1", "p", "img", 1, [10, 20, 30])
+    learn_many(predictor, "u2", "p", "img", 1, [1000, 2000, 3000])
+    mine = predictor.predict("u1", "p", "img", 1)
+    assert (mine.seconds, mine.basis) == (20, "user+project+image+gpus")
+    # A user with no history falls to project+gpus: median of all six = (30 + 1000) / 2.
+    stranger = predictor.predict("u3", "p", "img", 1)
+    assert (stranger.seconds, stranger.basis) == (515, "project+gpus")
+
+
+@pytest.mark.parametrize(
+    ("learned", "asked", "basis"),
+    [
+        (("u1", "p", "img", 1), ("u1", "p", "img", 1), "user+project+image+gpus"),
+        (("u1", "q", "other", 1), ("u1", "p", "img", 1), "user+gpus"),
+        (("u2", "p", "other", 1), ("u1", "p", "img", 1), "project+gpus"),
+        (("u2", "p", "img", 4), ("u1", "p", "img", 1), "project"),
+        (("u2", "q", "img", 1), ("u1", "p", "img", 1), "gpus"),
+        (("u2", "q", "img", 4), ("u1", "p", "img", 1), "everyone"),
+    ],
+)
+def test_fallback_goes_from_most_to_least_specific_group(learned, asked, basis):
+    predictor = Predictor()
+    learn_many(predictor, *learned, [100, 200, 400])
+    prediction = predictor.predict(*asked)
+    assert (prediction.seconds, prediction.basis) == (200, basis)
+
+
+def test_empty_history_gives_the_default():
+    prediction = Predictor(default_s=1234).predict("u", "p", "i", 1)
+    assert (prediction.seconds, prediction.basis) == (1234, "default")
+
+
+def test_unknown_user_and_image_skip_the_groups_that_need_them():
+    predictor = Predictor()
+    learn_many(predictor, "", "p", "", 1, [5, 6, 7])
+    assert ("", "p", "", 1) not in {key[1] for key in predictor.groups}
+    assert predictor.predict("", "p", "", 1).basis == "project+gpus"
+
+
+def test_min_samples_decides_whether_a_group_is_used():
+    predictor = Predictor(min_samples=3)
+    learn_many(predictor, "u1", "p", "img", 1, [10, 20])
+    learn_many(predictor, "u2", "p", "img", 1, [100])
+    assert predictor.predict("u1", "p", "img", 1).basis == "project+gpus"
+    assert predictor.predict("u1", "p", "img", 1).seconds == 20  # median of 10, 20, 100
+    relaxed = Predictor(min_samples=2)
+    learn_many(relaxed, "u1", "p", "img", 1, [10, 20])
+    assert relaxed.predict("u1", "p", "img", 1) == relaxed.history("u1", "p", "img", 1)
+    assert relaxed.predict("u1", "p", "img", 1).seconds == 15
+
+
+def test_user_estimate_is_an_upper_bound_history_may_lower():
+    predictor = Predictor()
+    learn_many(predictor, "u1", "p", "img", 1, [10, 20, 30])
+    lower = predictor.predict("u1", "p", "img", 1, estimate_s=15)
+    assert (lower.seconds, lower.basis) == (15, "estimate")
+    higher = predictor.predict("u1", "p", "img", 1, estimate_s=50)
+    assert (higher.seconds, higher.basis) == (20, "user+project+image+gpus")
+    no_history = Predictor().predict("u1", "p", "img", 1, estimate_s=50)
+    assert (no_history.seconds, no_history.basis) == (50, "estimate")
+
+
+def test_quantile_is_configurable_and_interpolates():
+    assert quantile([10, 20, 30], 0.9) == pytest.approx(28)
+    assert quantile([1, 2, 3, 4], 0.5) == 2.5
+    predictor = Predictor(quantile=0.9)
+    learn_many(predictor, "u", "p", "i", 1, [10, 20, 30])
+    assert predictor.predict("u", "p", "i", 1).seconds == pytest.approx(28)
+    with pytest.raises(ValueError):
+        Predictor(quantile=1.5)
+
+
+def test_window_keeps_only_the_most_recent_samples_per_group():
+    predictor = Predictor(window=3)
+    learn_many(predictor, "u", "p", "i", 1, [1000, 10, 20, 30])  # 1000 is dropped
+    assert predictor.predict("u", "p", "i", 1).seconds == 20
+    assert predictor.groups[("everyone", ())].sorted == [10, 20, 30]
+
+
+TRACE = [
+    EvalJob(0, 100, "p", 1),
+    EvalJob(10, 200, "p", 1),
+    EvalJob(20, 300, "p", 1),
+    EvalJob(1000, 150, "p", 1),
+    EvalJob(1100, 500, "p", 1),
+    EvalJob(1200, 90, "q", 1),
+]
+
+
+def test_evaluate_online_learns_each_job_at_its_completion():
+    # Train: the first 3 jobs (finished by 320 s). j3 at 1000: project+gpus median(100, 200,
+    # 300) = 200, error 50, 200/150 within 2x. j4 at 1100: j3 ends at 1150, not yet learned:
+    # 200 again, error 300, 0.4 not within. j5 (project q) at 1200: j3 learned, gpus group
+    # (100, 150, 200, 300) -> 175, error 85, 175/90 = 1.94 within.
+    result = evaluate(TRACE, train_fraction=0.5, online=True)
+    assert result.n == 3
+    assert result.train == 3
+    assert result.mae_s == pytest.approx((50 + 300 + 85) / 3)
+    assert result.within_2x == pytest.approx(2 / 3)
+    assert result.by_basis == {"project+gpus": 2, "gpus": 1}
+
+
+def test_evaluate_offline_learns_only_the_training_part():
+    # j5 now sees only (100, 200, 300): 200 for 90 s is 2.2x, not within; error 110.
+    result = evaluate(TRACE, train_fraction=0.5, online=False)
+    assert result.mae_s == pytest.approx((50 + 300 + 110) / 3)
+    assert result.within_2x == pytest.approx(1 / 3)
