@@ -463,6 +463,16 @@ class FakeKubernetes:
         self.server.server_close()
 
 
+class Monotonic:
+    """A clock for the agent's back-off that a test moves by hand (`now += seconds`)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def refused(port: int) -> bool:
     """True when nothing listens on `port`."""
     with socket.socket() as sock:

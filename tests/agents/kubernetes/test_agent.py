@@ -16,20 +16,10 @@ from agents.base import JobSpec, PodSpec
 from agents.kubernetes.agent import KubernetesAgent
 from agents.kubernetes.inventory import KubernetesConfig
 from agents.kubernetes.status import job_status, pod_phase
-from tests.agents.kubernetes.fake_api import FakeKubernetes, node
+from tests.agents.kubernetes.fake_api import FakeKubernetes, Monotonic, node
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 NS = "allot-team-a"
-
-
-class Monotonic:
-    """A clock for the agent's back-off that the test moves by hand."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

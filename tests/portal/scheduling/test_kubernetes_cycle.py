@@ -18,20 +18,12 @@ from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, Status
 from portal.jobs.overview import build_full_overview
 from portal.scheduling.agent import _build_agent, job_urls
-from tests.agents.kubernetes.fake_api import FakeKubernetes, node
+from tests.agents.kubernetes.fake_api import FakeKubernetes, Monotonic, node
 from tests.portal.scheduling.conftest import Cluster, load_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 GFD = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB", "nvidia.com/gpu.memory": "32768"}
-
-
-class Monotonic:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
