@@ -1,8 +1,9 @@
 """The embedded default's cycle: a daemon thread in the web process, no Celery, no Redis.
 
-It runs the same `run_cycle` as the Celery task, after each committed change (`wake()`) and every
-`ALLOT_CYCLE_INTERVAL_S`. Only the web process starts it (`portal/wsgi.py`, `portal/asgi.py`),
-so `migrate`, tests and Celery workers never run a cycle behind anyone's back.
+It runs the same `run_cycle` as the Celery task, after each committed change (`wake()`), every
+`ALLOT_CYCLE_INTERVAL_S`, and when an overview held back by its rate limit is due (`publish`).
+Only the web process starts it (`portal/wsgi.py`, `portal/asgi.py`), so `migrate`, tests and
+Celery workers never run a cycle behind anyone's back.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def wake() -> None:
 
 def _loop() -> None:
     from portal.scheduling.cycle import run_cycle
+    from portal.scheduling.publish import owed_in
 
     while not _stop.is_set():
-        _wake.wait(timeout=settings.ALLOT_CYCLE_INTERVAL_S)
+        owed = owed_in()  # an overview held back by its rate limit goes out when the limit ends
+        _wake.wait(timeout=min(settings.ALLOT_CYCLE_INTERVAL_S, owed if owed is not None else 1e9))
         _wake.clear()
         if _stop.is_set():
             break

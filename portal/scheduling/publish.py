@@ -3,7 +3,9 @@
 Browsers need at most about one update a second, and building the overview of a 4,000-job
 cluster costs a good part of one, so a process publishes at most every `MIN_INTERVAL_S`, and
 never spends more than 1/`MAX_SHARE` of its time building overviews (a slow build stretches the
-interval); a change that falls inside the interval is owed and goes out with the next cycle.
+interval); a change that falls inside the interval is owed and goes out with the next cycle,
+which the cycle's caller runs as soon as the interval ends (`owed_in`): the embedded timer wakes
+then, the Celery task asks for a cycle then.
 The broadcast is derived data (the database stays the source of truth): a channel layer that is
 down costs the viewers one update, never the cycle that already committed.
 """
@@ -45,6 +47,15 @@ def publish_overview(changed: bool = True) -> bool:
     sent = _send()
     _build_s = monotonic() - _last
     return sent
+
+
+def owed_in() -> float | None:
+    """Seconds until an owed change may go out (0 when it may now), or None when none is owed."""
+    with _lock:
+        if not _owed:
+            return None
+        interval = max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
+        return max(0.0, interval - (monotonic() - _last))
 
 
 def _send() -> bool:

@@ -213,11 +213,15 @@ def test_the_overview_goes_out_at_most_once_a_second_and_owed_changes_follow(mon
     monkeypatch.setattr(publish, "_owed", False)
     monkeypatch.setattr(publish, "_build_s", 0.0)
     assert publish.publish_overview(changed=True)
+    assert publish.owed_in() is None
     now[0] += 0.5
     assert not publish.publish_overview(changed=True)  # too soon: owed
+    assert publish.owed_in() == 0.5  # the embedded timer and the Celery task come back then
     assert not publish.publish_overview(changed=False)
     now[0] += 0.5
+    assert publish.owed_in() == 0.0
     assert publish.publish_overview(changed=False)  # the owed change goes out
+    assert publish.owed_in() is None
     now[0] += 3.9
     assert not publish.publish_overview(changed=False)  # nothing new, nothing sent
     now[0] += 1.1
