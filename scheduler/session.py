@@ -7,12 +7,15 @@ into the immutable :class:`~scheduler.model.Plan`.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
 from .queues import QueueState, build_queues, compute_fair_shares
 from .state import ClusterState
 
 
+@lru_cache(maxsize=4096)
 def gpus(milli: int | None) -> str:
     """Thousandths of a GPU in plain words: 2000 -> '2 GPUs', 500 -> '0.5 GPU'."""
     if milli is None:

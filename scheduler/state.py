@@ -73,33 +73,35 @@ class ClusterState:
         max_gpus = max((n.gpus for n in self.nodes.values()), default=0)
         self.max_gpus = max_gpus
         self.pools: dict[str, PoolIndex] = {}
-        for node in self.nodes.values():
-            if node.eligible:
-                index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
-                index.members.add(node.name)
-                index.free_milli += node.gpus * FULL
-                index.largest = max(index.largest, node.gpus)
-                index.buckets[node.whole_free].add(node.name)
         for job in jobs:
             self.jobs[job.key] = job
             if job.placement:
                 self._load_placement(job)
+        for node in self.nodes.values():
+            node.whole_free = sum(1 for used in node.used if used == 0)
+            if node.eligible:
+                index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
+                index.members.add(node.name)
+                index.free_milli += node.gpus * FULL - sum(node.used)
+                index.largest = max(index.largest, node.gpus)
+                index.buckets[node.whole_free].add(node.name)
+                if node.has_shared_room():
+                    index.shared.add(node.name)
 
     # ----------------------------------------------------------------------------- loading
     def _load_placement(self, job: Job) -> None:
-        """Account a job running at snapshot time (no journal: this is the starting point)."""
+        """Account a job running at snapshot time on its devices, before the node indexes are
+        built (no journal: this is the starting point)."""
         for pod in job.placement:
             node = self.nodes.get(pod.node)
             if node is None:
                 continue
+            milli = pod_milli(job, pod)
             for device in pod.devices:
                 if device < node.gpus:
-                    self._apply_device(
-                        node, device, node.used[device] + _pod_milli(job, pod), False
-                    )
+                    node.used[device] += milli
         self.placement[job.key] = job.placement
-        self._count(job, +len(job.placement))
-        self.journal.clear()
+        self._count(job, +len(job.placement), journal=False)
 
     # ----------------------------------------------------------------------------- journal
     def checkpoint(self) -> int:
@@ -191,7 +193,7 @@ class ClusterState:
         for pod in placement:
             node = self.nodes[pod.node]
             for device in pod.devices:
-                self._set_device(node, device, node.used[device] + _pod_milli(job, pod), False)
+                self._set_device(node, device, node.used[device] + pod_milli(job, pod), False)
         self._set_placement(job.key, placement)
         self._count(job, +len(placement))
 
@@ -204,7 +206,7 @@ class ClusterState:
                 continue
             for device in pod.devices:
                 if device < node.gpus:
-                    used = max(0, node.used[device] - _pod_milli(job, pod))
+                    used = max(0, node.used[device] - pod_milli(job, pod))
                     self._set_device(node, device, used, used == 0)
         self._set_placement(job.key, None)
         self._count(job, -len(placement))
@@ -215,7 +217,7 @@ class ClusterState:
         return key in self.placement
 
 
-def _pod_milli(job: Job, pod: PodPlacement) -> int:
+def pod_milli(job: Job, pod: PodPlacement) -> int:
     """Thousandths one pod holds on each of its devices."""
     if job.gpus >= 1:
         return FULL

@@ -18,7 +18,7 @@ from ..model import Job, PodPlacement
 from ..ordering import job_order_key
 from ..placement import place_job, pools_for
 from ..session import Session, nodes_of
-from ..state import FULL
+from ..state import FULL, pod_milli
 
 Validator = Callable[[Job, list[Job], dict[str, tuple[int, int]]], bool]
 
@@ -67,19 +67,19 @@ def solve(
     return None
 
 
-def _freed_by_node(session: Session, victims: list[Job]) -> dict[str, dict[int, int]]:
+def freed_by_node(session: Session, victims: list[Job]) -> dict[str, dict[int, int]]:
     """Thousandths each victim set would free, per node and device."""
     freed: dict[str, dict[int, int]] = {}
     for victim in victims:
         for pod in session.state.placement.get(victim.key, ()):
             per_device = freed.setdefault(pod.node, {})
-            milli = FULL if victim.gpus >= 1 else round(pod.share * FULL)
+            milli = pod_milli(victim, pod)
             for device in pod.devices:
                 per_device[device] = per_device.get(device, 0) + milli
     return freed
 
 
-def _capacity_after(session: Session, node_name: str, freed: dict[int, int]) -> tuple[int, int]:
+def capacity_after(session: Session, node_name: str, freed: dict[int, int]) -> tuple[int, int]:
     """(free whole devices, free thousandths) of a node once `freed` is released."""
     node = session.state.nodes[node_name]
     whole = node.whole_free
@@ -94,7 +94,7 @@ def _capacity_after(session: Session, node_name: str, freed: dict[int, int]) -> 
 def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
     """R8.2: can idle + releasing + freed GPUs hold the job's pods even greedily? A necessary
     condition only; the simulation decides."""
-    freed = _freed_by_node(session, victims)
+    freed = freed_by_node(session, victims)
     indexes = pools_for(session.state, job)
     pools = session.queue(job).node_pools
     nodes = session.state.nodes
@@ -117,7 +117,7 @@ def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
             pods += session.state.nodes[name].whole_free // per_pod
     for name, per_device in freed.items():
         if allowed(name):
-            pods += _capacity_after(session, name, per_device)[0] // per_pod
+            pods += capacity_after(session, name, per_device)[0] // per_pod
     return pods >= job.pods
 
 
@@ -136,8 +136,8 @@ def _multi_node(session: Session, job: Job, accumulated: list[Job]):
     for rank, victim in enumerate(accumulated):
         for pod in placement[victim.key]:
             first_seen.setdefault(pod.node, rank)
-    freed = _freed_by_node(session, accumulated)
-    capacity = {n: _capacity_after(session, n, freed.get(n, {}))[1] for n in first_seen}
+    freed = freed_by_node(session, accumulated)
+    capacity = {n: capacity_after(session, n, freed.get(n, {}))[1] for n in first_seen}
     nodes = sorted(first_seen, key=lambda n: (capacity[n], first_seen[n]))
     covered, size = 0, 0
     while size < len(nodes) and covered < job.milli_total:
@@ -250,7 +250,7 @@ def _same_nodes(a: tuple[PodPlacement, ...], b: tuple[PodPlacement, ...]) -> boo
 def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...]) -> bool:
     need: dict[tuple[str, int], int] = {}
     for pod in placement:
-        milli = FULL if job.gpus >= 1 else round(pod.share * FULL)
+        milli = pod_milli(job, pod)
         for device in pod.devices:
             need[(pod.node, device)] = need.get((pod.node, device), 0) + milli
     for (name, device), milli in need.items():
