@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 JobKey = tuple[str, str]
@@ -132,7 +133,10 @@ class Job:
     expected_s: float | None = None
     backfilled: bool = False
 
-    @property
+    # The derived values below are read millions of times per simulated day; a job is
+    # immutable, so each is computed once (cached_property stores it beside the fields, which
+    # equality, hashing and dataclasses.replace ignore).
+    @cached_property
     def key(self) -> JobKey:
         """(project, name)."""
         return (self.project, self.name)
@@ -142,28 +146,28 @@ class Job:
         """True when the job holds a placement (it is not pending)."""
         return bool(self.placement)
 
-    @property
+    @cached_property
     def priority_value(self) -> int:
         """The priority-class value of R7.1 / §13: train 50 + p, interactive 100 + p."""
         base = BUILD_PRIORITY if self.type == "interactive" else TRAIN_PRIORITY
         return base + (self.priority or 0)
 
-    @property
+    @cached_property
     def preemptible(self) -> bool:
         """Train jobs are preemptible, interactive ones are not (R7.2, §13)."""
         return self.type == "train"
 
-    @property
+    @cached_property
     def milli_per_pod(self) -> int:
         """GPUs of one pod in thousandths of a device."""
         return to_milli(self.gpus)
 
-    @property
+    @cached_property
     def milli_total(self) -> int:
         """GPUs of the whole job in thousandths of a device."""
         return self.milli_per_pod * self.pods
 
-    @property
+    @cached_property
     def whole_devices_per_pod(self) -> int:
         """Devices a whole-GPU pod needs (0 for a fractional or CPU-only pod)."""
         return int(self.gpus) if self.gpus >= 1 else 0
@@ -182,6 +186,9 @@ class Policy:
     - `k_value`: time-based fair share factor of R2.9; `usage` in the snapshot feeds it.
     - `saturation_multiplier`: R9.5; values below 1 are treated as 1.
     - `max_consolidation_preemptees`: R11.1.
+    - `consolidation_candidates`: ``"node_first"`` (Allot's improvement E11, the default: a
+      whole-GPU job is offered the occupants of the nodes cheapest to empty) or
+      ``"victim_queue"`` (KAI: the first jobs of the R8.1 victim queue, wherever they run).
     - `allow_consolidating_reclaim`: R9.7.
     - `staleness_grace_s`: R6.4, how long a gang may run below its pod count (negative = never).
     - `backfill`: Allot's B rules: when the first job in order cannot start, reserve GPUs for it at
@@ -198,6 +205,7 @@ class Policy:
     k_value: float = 1.0
     saturation_multiplier: float = 1.0
     max_consolidation_preemptees: int = 16
+    consolidation_candidates: Literal["node_first", "victim_queue"] = "node_first"
     allow_consolidating_reclaim: bool = True
     staleness_grace_s: float = 60.0
     backfill: bool = False
