@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from functools import lru_cache
 
 from .model import Job
 from .queues import QueueState
@@ -24,7 +25,13 @@ def job_order_key(job: Job) -> tuple:
 
 def victim_order_key(job: Job) -> tuple:
     """R8.1 inside a project: lowest priority first, then the most recently created job."""
-    return (job.priority_value, -job.order, tuple(-ord(c) for c in job.name))
+    return (job.priority_value, -job.order, _descending(job.name))
+
+
+@lru_cache(maxsize=1 << 16)
+def _descending(name: str) -> tuple[int, ...]:
+    """A key that sorts names in reverse (the last tie-breaker of R8.1), computed once a name."""
+    return tuple(-ord(c) for c in name)
 
 
 class JobQueues:
@@ -47,6 +54,14 @@ class JobQueues:
     def __bool__(self) -> bool:
         self._flush()
         return bool(self.heaps.get(None))
+
+    def reorder(self, key: Callable[[Job], tuple]) -> None:
+        """Re-sort every project's remaining jobs by `key` (backfill's B6); the order between
+        queues (R4.1, R4.2) is recomputed from the new heads."""
+        self._flush()
+        for name, pending in self.jobs.items():
+            self.jobs[name] = deque(sorted(pending, key=key))
+            self._refresh_path(self.queues[name])
 
     def _head(self, queue: QueueState) -> Job | None:
         """The next job of a queue's subtree (the head of its best child for a department)."""

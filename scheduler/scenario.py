@@ -4,7 +4,7 @@ A scenario describes nodes, departments, projects, an optional `policy` (fields 
 :class:`~scheduler.model.Policy`) and steps of submissions, deletions and expectations. Jobs are
 submitted one at a time, each followed by cycles until the cluster settles (R1.3).
 
-Allot's additions for backfill (B1-B5), all optional, so older files replay unchanged:
+Allot's additions for backfill (B1-B6), all optional, so older files replay unchanged:
 - `submit[].expected_s`: the job's predicted run time in seconds (`Job.expected_s`).
 - a step's `at`: move the scenario clock (`Snapshot.now`, 0 at the start) to this time before the
   step's submissions and deletions; it may not go back. Started jobs record the clock.

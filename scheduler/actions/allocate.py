@@ -31,6 +31,9 @@ def allocate(session: Session) -> None:
         if placement is None:
             if backfill is None or not backfill.blocked(job):
                 session.reasons[job.key] = no_fit_reason(session, job)
+            elif len(backfill.reservations) == 1 and not backfill.reordered:
+                queue.reorder(shortest_first)  # B6: behind the first reservation
+                backfill.reordered = True
             continue
         if backfill is not None and backfill.handled(job, placement, checkpoint):
             continue
@@ -41,6 +44,13 @@ def allocate(session: Session) -> None:
             f"started on {nodes_of(placement)}: free GPUs (R4.4)",
             placement,
         )
+
+
+def shortest_first(job: Job) -> tuple:
+    """B6: inside a project, higher priority first (R4.3), then the shortest predicted run
+    (unknown last), then older."""
+    expected = job.expected_s if job.expected_s is not None else float("inf")
+    return (-job.priority_value, expected, job.order, job.name)
 
 
 def no_fit_reason(session: Session, job: Job) -> str:

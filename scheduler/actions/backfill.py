@@ -1,4 +1,4 @@
-"""Backfill with reservations (`Policy.backfill`): Allot's rules B1-B5, on top of allocate (R4.4).
+"""Backfill with reservations (`Policy.backfill`): Allot's rules B1-B6, on top of allocate (R4.4).
 
 KAI's allocate skips any job that does not fit and serves the next one, so a stream of small jobs
 can keep a large gang waiting for ever. Backfill gives the first blocked job a *reservation* — the
@@ -53,6 +53,15 @@ the first in KAI's order, which already encodes fair share (R4.1): backfill lets
 fairer one; it only stops later jobs from delaying it. `Plan.reservations` lists each reserved
 job's predicted start.
 
+**B6 Shortest predicted first behind a reservation.** Once the first reservation of the cycle
+is made, every project's remaining pending jobs are taken in order of priority (R4.3), then
+shortest predicted run (unknown last), then age, instead of priority then age; the order between
+projects stays fair share (R4.1), recomputed from the new heads. A job that fits before the
+reservation is what B2 wants, and among those the shortest frees its GPUs soonest (Tsafrir,
+Etsion and Feitelson, "Backfilling using system-generated predictions rather than user runtime
+estimates", IEEE TPDS 2007, order backfill candidates the same way). Without a reservation
+nothing changes: a cluster with room keeps KAI's order.
+
 **Cost.** Nothing at all without `Policy.backfill`. With it, a reservation is one pass over the
 running jobs, one sort of their predicted ends and, per release, a recount of the nodes that job
 was on (the :class:`Shadow` of the reserved job's pools at T); each later start then costs a
@@ -67,7 +76,7 @@ from dataclasses import dataclass
 from ..model import Job, PodPlacement
 from ..placement import place_job
 from ..session import Session, nodes_of
-from ..state import FULL, NodeState
+from ..state import FULL, NodeState, pod_milli
 
 # -------------------------------------------------------------------------------- predictions
 
@@ -99,13 +108,6 @@ def moment(t: float) -> str:
 def label(job: Job) -> str:
     """'team-a/big' for a reason text."""
     return f"{job.project}/{job.name}"
-
-
-def pod_milli(job: Job, pod: PodPlacement) -> int:
-    """Thousandths one pod holds on each of its devices (as the cluster state counts them)."""
-    if job.gpus >= 1:
-        return FULL
-    return round(pod.share * FULL) if pod.share < 1 else job.milli_per_pod
 
 
 def pods_fitting(used: list[int], job: Job) -> int:
@@ -182,6 +184,7 @@ class Backfill:
         self.state = session.state
         self.now = session.now
         self.reservations: list[Reservation] = []
+        self.reordered = False  # B6 applied in this cycle
         self.reserved_pools: frozenset[str] = frozenset()  # pools of every reservation (B5)
         self.pools: dict[str, frozenset[str]] = {}  # project -> pools it may use
         self.no_room: dict[tuple, int] = {}  # (pools, gpus) -> fewest pods that found none

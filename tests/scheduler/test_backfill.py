@@ -354,6 +354,40 @@ def test_b5_one_reservation_per_set_of_node_pools():
     assert plan.reservations == {("team-a", "gang-a"): 200, ("team-b", "gang-b"): 150}
 
 
+# ------------------------------------------------------------------------------------ B6
+
+
+def b6_snapshot() -> Snapshot:
+    """The base cluster with team-b's jobs replaced by `slow2` (older, 2 GPUs, 5,000 s) and
+    `quick2` (newer, 2 GPUs, 100 s). Placement puts either on n2's two free GPUs (the fullest
+    node, R5.2), which the reservation needs at t=300."""
+    jobs = (
+        *(j for j in base().jobs if j.project == "team-a"),
+        Job("team-b", "slow2", 2, order=11, expected_s=5000),
+        Job("team-b", "quick2", 2, order=12, expected_s=100),
+    )
+    return replace(base(), jobs=jobs)
+
+
+def test_b6_behind_a_reservation_a_projects_shortest_predicted_job_goes_first():
+    plan = plan_cycle(b6_snapshot(), BACKFILL)
+    starts = [d for d in plan.decisions if d.kind == "start"]
+    assert [d.job[1] for d in starts] == ["quick2", "slow2"]
+    assert starts[0].placement[0].node == "n2"  # ends at t=150, before the reservation (B2a)
+    assert starts[1].placement[0].node == "n3"  # GPUs the reservation does not need (B2b)
+
+
+def test_b6_without_a_reservation_the_order_stays_r4_3():
+    """Nothing is blocked without team-a/big: backfill changes nothing and the older slow2 is
+    served first (R4.3), onto n2, as under plain KAI."""
+    jobs = tuple(j for j in b6_snapshot().jobs if j.name != "big")
+    for policy in (BACKFILL, Policy()):
+        plan = plan_cycle(replace(b6_snapshot(), jobs=jobs), policy)
+        starts = [d for d in plan.decisions if d.kind == "start"]
+        assert [d.job[1] for d in starts] == ["slow2", "quick2"]
+        assert starts[0].placement[0].node == "n2"
+
+
 # ------------------------------------------------------------------------------------ apply
 
 
