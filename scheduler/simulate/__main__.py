@@ -6,6 +6,7 @@ Examples:
       --policy fifo-strict --policy kai --out out/2k-half
   python -m scheduler.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --policy kai \\
       --round-up-fractions
+  python -m scheduler.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --time-scale 0.25
 
 The cluster is --nodes COUNTxGPUS; with --quotas and no --nodes it is the sum of the (scaled)
 VC nodes. Without --quotas every team of the trace gets an equal share of the cluster as quota.
@@ -21,6 +22,7 @@ from pathlib import Path
 from ..predict import EvalJob, Predictor, evaluate
 from .engine import Cluster, SimOptions, Simulation
 from .policies import POLICIES, get_policy
+from .reference import pooled_fifo
 from .report import summary_table, team_table, write_csvs
 from .trace import Trace, parse_nodes, read_quotas, read_trace
 
@@ -92,9 +94,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--round-up-fractions", action="store_true", help="every fractional request -> 1 GPU"
     )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="multiply every submit time by F (durations kept); 0.25 = arrivals 4x as fast",
+    )
     p.add_argument("--team-column", default="team", help="column naming the team (e.g. qos)")
     p.add_argument("--limit-jobs", type=int, help="replay only the first N jobs")
     p.add_argument("--predictor-eval", action="store_true", help="print the predictor's accuracy")
+    p.add_argument(
+        "--pooled-reference",
+        action="store_true",
+        help="print the queueing of a pooled fluid cluster (no nodes, teams or evictions)",
+    )
     p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
     p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
     p.add_argument(
@@ -115,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--vc-scale scales the VCs of --quotas; give --quotas")
     if args.cycle_s <= 0:
         raise SystemExit("--cycle-s must be positive")
+    if not 0 < args.time_scale < float("inf"):  # also rejects nan
+        raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
     trace = read_trace(
         args.trace,
@@ -122,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         round_up_fractions=args.round_up_fractions,
         team_column=args.team_column,
         limit=args.limit_jobs,
+        time_scale=args.time_scale,
     )
     cluster = build_cluster(args, trace)
     options = SimOptions(
@@ -133,10 +150,20 @@ def main(argv: list[str] | None = None) -> int:
         depth_bound=not args.no_depth_bound,
     )
     fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
-    setting = f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{fractions}"
+    scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
+    setting = (
+        f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
+    )
     print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
     if args.predictor_eval:
         print(predictor_report(trace, args))
+    if args.pooled_reference:
+        pooled = pooled_fifo(trace, cluster.gpus)
+        print(
+            f"pooled reference (one pool of {cluster.gpus} GPUs, greedy FIFO, no nodes, teams "
+            f"or evictions): avg queue {pooled.avg_queue_s:,.0f} s, max "
+            f"{pooled.max_queue_s:,.0f} s, makespan {pooled.makespan_s / 86400:.2f} d"
+        )
     results = []
     for name in args.policy or ["kai"]:
         began = time.perf_counter()

@@ -9,6 +9,10 @@ An empty field means unknown:
 - no ``user`` / ``image``: the predictor skips the groups that need them;
 - no ``submit_time_s`` or ``duration_s``: the job cannot be replayed and is skipped (counted).
 
+**Time compression.** ``--time-scale F`` multiplies every submit time by ``F`` (durations are
+kept): ``F = 0.25`` makes the same jobs arrive four times as fast, for contention on a cluster
+the trace alone would not fill (Alibaba openb peaks at about 65 GPUs).
+
 **Gangs (R6.1).** With ``pods`` empty, a job asking at most one node's GPUs is one pod; a larger
 one (Philly has up to 48 GPUs on 8-GPU nodes) becomes a gang of ``p`` equal pods, ``p`` the
 smallest count >= ceil(gpus / GPUs per node) that divides the GPU count, so the gang asks for
@@ -103,12 +107,16 @@ def read_trace(
     round_up_fractions: bool = False,
     team_column: str = "team",
     limit: int | None = None,
+    time_scale: float = 1.0,
 ) -> Trace:
     """Read a trace CSV into replayable jobs sorted by (submit time, row order).
 
     `round_up_fractions` turns every fractional pod request into one whole GPU (the
-    no-GPU-sharing baseline for R5.4); `limit` keeps only the first jobs by submit time.
+    no-GPU-sharing baseline for R5.4); `limit` keeps only the first jobs by submit time;
+    `time_scale` multiplies every submit time (not the durations) to compress arrivals.
     """
+    if not 0 < time_scale < math.inf:  # also rejects nan
+        raise ValueError(f"time_scale must be a positive number, not {time_scale!r}")
     jobs: list[TraceJob] = []
     skipped = 0
     seen: dict[str, int] = {}
@@ -137,7 +145,7 @@ def read_trace(
                 TraceJob(
                     index=row_number,
                     job_id=job_id,
-                    submit_s=submit,
+                    submit_s=submit * time_scale,
                     duration_s=duration,
                     gpus_per_pod=per_pod,
                     pods=pods,
