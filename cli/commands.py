@@ -180,6 +180,22 @@ def parse_pvc(values) -> list:
     return volumes
 
 
+class Duration(click.ParamType):
+    """A duration as seconds: a whole number with an optional unit s, m, h or d (90m, 2h)."""
+
+    name = "duration"
+    UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        number, unit = text.rstrip("smhd"), text[len(text.rstrip("smhd")) :]
+        if not number.isdigit() or unit not in self.UNITS or int(number) == 0:
+            self.fail(f"{value!r} is not a duration such as 3600, 90m, 2h or 1d", param, ctx)
+        return int(number) * self.UNITS[unit]
+
+
 @cli.command()
 @click.argument("name")
 @click.option("-p", "--project", help="the project (default: `allot project set`)")
@@ -208,11 +224,17 @@ def parse_pvc(values) -> list:
 )
 @click.option("--pvc", multiple=True, help="CLAIM:PATH[:ro] (repeat)")
 @click.option("--priority", type=int, default=None, help="priority among your project's jobs")
+@click.option(
+    "--estimate",
+    type=Duration(),
+    default=None,
+    help="your estimate of the run time, e.g. 90m, 2h, 1d (caps the predicted run time)",
+)
 @click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="seconds --wait waits at most")  # fmt: skip
 def submit(name, project, image, gpus, pods, interactive, command, args, environment, ports,
-           service_type, pvc, priority, wait, timeout):  # fmt: skip
+           service_type, pvc, priority, estimate, wait, timeout):  # fmt: skip
     """Submit job NAME (Pending until the scheduler starts it)."""
     body = {
         "project": project_of(project), "name": name, "image": image, "gpus": gpus,
@@ -221,6 +243,8 @@ def submit(name, project, image, gpus, pods, interactive, command, args, environ
         "ports": list(ports), "service_type": service_type, "volumes": parse_pvc(pvc),
         "priority": priority,
     }  # fmt: skip
+    if estimate is not None:
+        body["estimate_s"] = estimate
     client = api()
     job = client.call("POST", "jobs/", json=body)
     click.echo(f"The job '{job['name']}' has been submitted successfully ({job['status']}).")

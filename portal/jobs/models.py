@@ -69,6 +69,9 @@ class Job(models.Model):
     )
     volumes = models.JSONField(default=list, blank=True)
     sim_duration_s = models.PositiveIntegerField(null=True, blank=True)
+    # The submitter's own estimate of the run time (Slurm's --time, advisory): it caps the
+    # predicted run time, and stands alone where no finished job is like this one.
+    estimate_s = models.PositiveIntegerField(null=True, blank=True)
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     placement = models.JSONField(default=list, blank=True)

@@ -22,6 +22,7 @@ IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
 CENT = Decimal("0.01")
 # Train jobs stay below the build class (100) whatever their priority, so they stay preemptible.
 PRIORITY_MIN, PRIORITY_MAX = -50, 49
+ESTIMATE_MAX_S = 365 * 24 * 3600  # a run-time estimate of at most a year
 
 
 def _no_django_validation_error(validator):
@@ -132,6 +133,13 @@ class JobSerializer(serializers.ModelSerializer):
     sim_duration_s = serializers.IntegerField(
         min_value=1, max_value=10_000_000, allow_null=True, required=False
     )
+    estimate_s = serializers.IntegerField(
+        min_value=1,
+        max_value=ESTIMATE_MAX_S,
+        allow_null=True,
+        required=False,
+        help_text="your own estimate of the run time in seconds; caps the predicted run time",
+    )
     allocated_gpus = serializers.SerializerMethodField()
     nodes = serializers.SerializerMethodField()
     wait_s = serializers.SerializerMethodField()
@@ -155,6 +163,7 @@ class JobSerializer(serializers.ModelSerializer):
             "service_type",
             "volumes",
             "sim_duration_s",
+            "estimate_s",
             "status",
             "allocated_gpus",
             "nodes",

@@ -3,7 +3,8 @@
 Every `ALLOT_ETA_INTERVAL_S` (after a cycle, so from the state the cycle just wrote):
 
 1. a run-time predictor (`scheduler.predict`) learns the run times of the latest succeeded jobs
-   (user, project, image, GPUs), and predicts every pending and running job's run time;
+   (user, project, image, GPUs), and predicts every pending and running job's run time, capped
+   by the submitter's own estimate (`estimate_s`) where one was given;
 2. the scheduler's own forward simulation (`scheduler.eta.estimate_starts`: the same cycles as
    production, running jobs ending at their predicted ends, no new arrivals) gives each pending
    job the time it would start;
@@ -66,10 +67,16 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     now = now or timezone.now()
     state = snapshot.load()
     learned = predictor()
+    estimates = dict(
+        JobRow.objects.filter(pk__in=[row.id for row in state.rows.values()])
+        .exclude(estimate_s=None)
+        .values_list("pk", "estimate_s")
+    )
     jobs, predicted = [], {}
     for job in state.jobs:
         row = state.rows[job.key]
-        guess = learned.predict(job.user, job.project, job.image, job.gpus * job.pods)
+        estimate = estimates.get(row.id)
+        guess = learned.predict(job.user, job.project, job.image, job.gpus * job.pods, estimate)
         predicted[job.key] = guess
         started = row.started_at.timestamp() if job.running and row.started_at else None
         jobs.append(replace(job, expected_s=guess.seconds, started=started))

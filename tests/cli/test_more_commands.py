@@ -240,6 +240,21 @@ def test_submit_passes_every_runai_flag_through(allot):  # noqa: F811
     assert bad.returncode == 2 and "CLAIM:PATH" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.parametrize(("given", "seconds"), [("5400", 5400), ("90m", 5400), ("2h", 7200),
+                                                ("1d", 86400), ("45s", 45)])  # fmt: skip
+def test_submit_estimate_takes_a_duration_with_a_unit(allot, given, seconds):  # noqa: F811
+    done = allot("submit", "est", "-p", "team-a", "--estimate", given)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(allot("get", "est", "-p", "team-a", "--json").stdout)["estimate_s"] == seconds
+
+
+@pytest.mark.parametrize("given", ["soon", "0", "2w", "1.5h", "-3h"])
+def test_submit_estimate_refuses_what_is_not_a_duration(allot, given):  # noqa: F811
+    bad = allot("submit", "est", "-p", "team-a", "--estimate", given)
+    assert bad.returncode == 2 and "not a duration such as" in bad.stderr, bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_get_shows_a_pending_jobs_expected_start_and_predicted_run_time(allot):  # noqa: F811
     from portal.scheduling import eta
 

@@ -77,6 +77,48 @@ def test_the_api_overview_and_job_page_show_the_eta(busy, clock, api, cluster_ad
     assert "Expected start" in page and "Predicted run time" in page and "1 h 0 min" in page
 
 
+def test_a_submitters_estimate_caps_the_prediction_and_shows_on_the_job_page(
+    busy, clock, api, cluster_admin
+):
+    """team-a's 4-GPU jobs took about an hour; `quick` is estimated at 10 min by its submitter
+    (the prediction drops to it), `slow` at 10 h (history is the lower, so history stands)."""
+    client = api(cluster_admin)
+    for name, estimate in (("quick", 600), ("slow", 36000)):
+        body = {"project": "team-a", "name": name, "gpus": 4, "estimate_s": estimate}
+        created = client.post("/api/v1/jobs/", body, format="json")
+        assert created.status_code == 201, created.content
+        assert created.json()["estimate_s"] == estimate
+    eta.refresh(now=clock.now)
+    quick, slow = busy.job("team-a", "quick"), busy.job("team-a", "slow")
+    assert (quick.expected_s, quick.expected_basis) == (600, "estimate")
+    assert (slow.expected_s, slow.expected_basis) == (3600, "project+gpus")
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/quick/").content.decode()
+    assert "10 min <span" in page and "(your estimate)" in page and "Your estimate" in page
+
+
+@pytest.mark.parametrize(
+    ("estimate", "reason"),
+    [
+        (0, "greater than or equal to 1"),
+        (-5, "greater than or equal to 1"),
+        ("soon", "A valid integer is required"),
+        (366 * 24 * 3600, "less than or equal to 31536000"),
+    ],
+)
+def test_a_bad_estimate_is_a_400_naming_the_field(cluster, api, cluster_admin, estimate, reason):
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    body = {"project": "team-a", "name": "j", "gpus": 1, "estimate_s": estimate}
+    response = api(cluster_admin).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400
+    assert reason in " ".join(response.json()["estimate_s"])
+    assert not Job.objects.filter(name="j").exists()
+
+
 def test_after_a_cycle_the_etas_are_refreshed_in_the_background(busy, settings):
     settings.ALLOT_ETA_INTERVAL_S = 1
     eta._last = float("-inf")
