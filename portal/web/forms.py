@@ -8,15 +8,18 @@ list per field name, for the template to print next to each field.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from django.http import QueryDict
 from rest_framework.exceptions import APIException
 
 # how a form field's text becomes serializer input
-TEXT, NUMBER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES = (
-    "text", "number", "float", "list", "words", "env", "check", "ports", "volumes"
+TEXT, NUMBER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION = (
+    "text", "number", "float", "list", "words", "env", "check", "ports", "volumes", "duration"
 )  # fmt: skip
+DURATION_TEXT = re.compile(r"^(\d+)\s*([smhd]?)$", re.IGNORECASE)
+SECONDS_PER = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, list[str]]]:
@@ -42,6 +45,12 @@ def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, 
                 data[name] = float(raw)
             except ValueError:
                 errors[name] = [f"must be a number, not {raw[:32]!r}"]
+        elif kind == DURATION:  # 5400, 90m, 2h, 1d -> seconds (the serializer checks the range)
+            match = DURATION_TEXT.match(raw)
+            if match:
+                data[name] = int(match[1]) * SECONDS_PER[match[2].lower()]
+            else:
+                errors[name] = [f"must be a duration such as 90m, 2h or 1d, not {raw[:32]!r}"]
         elif kind == LIST:
             data[name] = [
                 item.strip() for item in raw.replace("\n", ",").split(",") if item.strip()

@@ -19,6 +19,7 @@ from portal.jobs.models import JobType, ServiceType, Status
 from portal.jobs.serializers import JobSerializer
 from portal.tenancy import access
 from portal.web.forms import (
+    DURATION,
     ENV,
     FLOAT,
     NUMBER,
@@ -33,7 +34,7 @@ from portal.web.forms import (
 JOB_FIELDS = {
     "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": TEXT, "type": TEXT,
     "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
-    "service_type": TEXT, "volumes": VOLUMES,
+    "service_type": TEXT, "volumes": VOLUMES, "estimate_s": DURATION,
 }  # fmt: skip
 JUPYTER_IMAGE = "jupyter/base-notebook"
 JUPYTER_PORT = 8888

@@ -69,6 +69,29 @@ def test_a_bad_environment_line_is_named(member, nodes):
     assert "is not KEY=VALUE" in response.content.decode()
 
 
+@pytest.mark.parametrize(("given", "seconds"), [("90m", 5400), ("2H", 7200), ("1 d", 86400),
+                                                ("600", 600)])  # fmt: skip
+def test_the_submit_form_takes_an_estimated_run_time_as_a_duration(member, nodes, given, seconds):
+    response = browser(member).post("/jobs/new/", {"project": "team-a", "name": "est",
+                                                   "gpus": "1", "estimate_s": given})  # fmt: skip
+    assert response.status_code == 302
+    assert Job.objects.get(name="est").estimate_s == seconds
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    ("soon", "must be a duration such as 90m, 2h or 1d, not &#x27;soon&#x27;"),
+    ("1.5h", "must be a duration such as 90m, 2h or 1d"),
+    ("0", "Ensure this value is greater than or equal to 1."),
+    ("400d", "Ensure this value is less than or equal to 31536000."),
+])  # fmt: skip
+def test_a_bad_estimated_run_time_is_named_next_to_the_field(member, nodes, given, message):
+    response = browser(member).post("/jobs/new/", {"project": "team-a", "name": "est",
+                                                   "gpus": "1", "estimate_s": given})  # fmt: skip
+    page = response.content.decode()
+    assert response.status_code == 200 and 'id="err_estimate_s"' in page and message in page
+    assert not Job.objects.exists()
+
+
 def test_launch_jupyter_creates_an_interactive_job_on_port_8888(member, nodes):
     form = {"project": "team-a", "gpus": "0.5", "image": "jupyter/base-notebook"}
     response = browser(member).post("/jupyter/new/", form)
