@@ -77,15 +77,18 @@ class Server:
 def server(transactional_db, tmp_path, settings, request):
     """The portal as `make run` serves it, with a fast cycle, on the test database. Tests
     marked `jupyter` get real JupyterLab sessions (in `tmp_path/sessions`, which this process
-    reads too); they are all stopped at the end."""
+    reads too); they are all stopped at the end. `eta_interval(s)` sets ALLOT_ETA_INTERVAL_S."""
     settings.ALLOT_SESSIONS_DIR = tmp_path / "sessions"
     jupyter = request.node.get_closest_marker("jupyter") is not None
+    eta = request.node.get_closest_marker("eta_interval")
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
         ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1" if jupyter else "0",
         ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"), ALLOT_NOTIFICATIONS="1",
     )  # fmt: skip
+    if eta is not None:
+        env["ALLOT_ETA_INTERVAL_S"] = str(eta.args[0])
     env.pop("REDIS_URL", None)
     server = Server(_free_port(), env, tmp_path / "daphne.log")
     server.start()
