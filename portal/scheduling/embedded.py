@@ -58,8 +58,10 @@ def _loop() -> None:
     from portal.scheduling.publish import owed_in
 
     while not _stop.is_set():
-        owed = owed_in()  # an overview held back by its rate limit goes out when the limit ends
-        _wake.wait(timeout=min(settings.ALLOT_CYCLE_INTERVAL_S, owed if owed is not None else 1e9))
+        timeout = settings.ALLOT_CYCLE_INTERVAL_S
+        if (owed := owed_in()) is not None:  # a rate-limited overview goes out when it is due
+            timeout = min(timeout, owed)
+        _wake.wait(timeout=timeout)
         _wake.clear()
         if _stop.is_set():
             break

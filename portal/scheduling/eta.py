@@ -67,16 +67,12 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     now = now or timezone.now()
     state = snapshot.load()
     learned = predictor()
-    estimates = dict(
-        JobRow.objects.filter(pk__in=[row.id for row in state.rows.values()])
-        .exclude(estimate_s=None)
-        .values_list("pk", "estimate_s")
-    )
     jobs, predicted = [], {}
     for job in state.jobs:
         row = state.rows[job.key]
-        estimate = estimates.get(row.id)
-        guess = learned.predict(job.user, job.project, job.image, job.gpus * job.pods, estimate)
+        guess = learned.predict(
+            job.user, job.project, job.image, job.gpus * job.pods, row.estimate_s
+        )
         predicted[job.key] = guess
         started = row.started_at.timestamp() if job.running and row.started_at else None
         jobs.append(replace(job, expected_s=guess.seconds, started=started))

@@ -39,7 +39,7 @@ def publish_overview(changed: bool = True) -> bool:
     global _last, _owed, _build_s
     with _lock:
         _owed = _owed or changed
-        interval = max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
+        interval = _interval()
         since = monotonic() - _last
         if since < interval or not (_owed or since >= REFRESH_S):
             return False
@@ -54,8 +54,12 @@ def owed_in() -> float | None:
     with _lock:
         if not _owed:
             return None
-        interval = max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
-        return max(0.0, interval - (monotonic() - _last))
+        return max(0.0, _interval() - (monotonic() - _last))
+
+
+def _interval() -> float:
+    """Seconds between broadcasts: `MIN_INTERVAL_S`, stretched to `MAX_SHARE` x the last build."""
+    return max(MIN_INTERVAL_S, MAX_SHARE * _build_s)
 
 
 def _send() -> bool:

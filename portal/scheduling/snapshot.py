@@ -36,6 +36,7 @@ class JobRow:
     activity: str = ""
     active_at: datetime | None = None
     stuck: bool = False
+    estimate_s: int | None = None  # the submitter's own run-time estimate (for predictions)
 
     @property
     def holding(self) -> bool:
@@ -147,7 +148,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
-            "expected_s", "backfilled", named=True,
+            "expected_s", "backfilled", "estimate_s", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -176,6 +177,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             row.activity,
             row.active_at,
             row.stuck,
+            row.estimate_s,
         )
     return tuple(jobs), index
 
