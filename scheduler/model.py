@@ -116,6 +116,11 @@ class Job:
     (snapshot clock), `expected_s` its predicted run time in seconds (None: unknown, so it never
     ends as far as a reservation is concerned), and `backfilled` marks a job started ahead of a
     reservation, which may be preempted for the reserved job once it overruns its prediction.
+
+    For service bands (Allot's L rules, `Policy.service_bands`, scheduler/bands.py):
+    `attained_gpu_s` is the GPU-seconds the job has held over all its runs so far (the snapshot's
+    producer adds them up; evictions do not reset it). `band` is derived by the core when the
+    cycle opens (L1) — a value given in the snapshot is replaced — and is 0 without bands.
     """
 
     project: str
@@ -132,6 +137,8 @@ class Job:
     started: float | None = None
     expected_s: float | None = None
     backfilled: bool = False
+    attained_gpu_s: float = 0.0
+    band: int = 0
 
     # The derived values below are read millions of times per simulated day; a job is
     # immutable, so each is computed once (cached_property stores it beside the fields, which
@@ -151,6 +158,12 @@ class Job:
         """The priority-class value of R7.1 / §13: train 50 + p, interactive 100 + p."""
         base = BUILD_PRIORITY if self.type == "interactive" else TRAIN_PRIORITY
         return base + (self.priority or 0)
+
+    @cached_property
+    def rank(self) -> tuple[int, int]:
+        """What "higher priority" compares (R4.3, R8.1, R10.2): the priority-class value, then
+        the lower service band (L2; every job is in band 0 without `Policy.service_bands`)."""
+        return (self.priority_value, -self.band)
 
     @cached_property
     def preemptible(self) -> bool:
@@ -194,6 +207,10 @@ class Policy:
     - `backfill`: Allot's B rules: when the first job in order cannot start, reserve GPUs for it at
       the earliest time predicted ends free them, and start later jobs only when they do not
       delay that reservation. Off by default (KAI has no reservations).
+    - `service_bands`: Allot's L rules (scheduler/bands.py): ascending thresholds in GPU-hours of
+      attained service; inside a project, a preemptible job that has held fewer GPU-hours is
+      served first and may preempt one that has held more (Tiresias's discretised
+      least-attained-service). Empty by default (KAI: priority, then age).
     """
 
     gpu_placement: Literal["binpack", "spread"] = "binpack"
@@ -209,6 +226,7 @@ class Policy:
     allow_consolidating_reclaim: bool = True
     staleness_grace_s: float = 60.0
     backfill: bool = False
+    service_bands: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,15 @@ from .queues import QueueState
 
 
 def job_order_key(job: Job) -> tuple:
-    """R4.3 inside a project: higher priority first, then older, then name."""
-    return (-job.priority_value, job.order, job.name)
+    """R4.3 inside a project: higher priority first (with service bands, the lower band among
+    equal classes, L2), then older, then name."""
+    return (-job.priority_value, job.band, job.order, job.name)
 
 
 def victim_order_key(job: Job) -> tuple:
-    """R8.1 inside a project: lowest priority first, then the most recently created job."""
-    return (job.priority_value, -job.order, _descending(job.name))
+    """R8.1 inside a project: lowest priority first (with service bands, the highest band among
+    equal classes, L2), then the most recently created job."""
+    return (job.priority_value, -job.band, -job.order, _descending(job.name))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -169,7 +171,7 @@ class VictimQueue:
         alive = [j for j in self.lists[name] if j.key not in self.popped and self.alive(j)]
         if not alive:
             return None
-        lowest = [j for j in alive if j.priority_value == alive[0].priority_value]
+        lowest = [j for j in alive if j.rank == alive[0].rank]
         still_needed = self.need - sum(
             v for k, v in self.taken.items() if self.queues[k].parent is None
         )
@@ -236,15 +238,16 @@ class ActionVictims:
         self.alive = alive
         self.base: dict[str, int] = {}
 
-    def lowest_priority(self, project: str) -> int | None:
-        """Priority of the project's lowest-priority victim still alive, or None."""
+    def lowest_priority(self, project: str) -> tuple[int, int] | None:
+        """Rank (priority, then band, L2) of the project's lowest-priority victim still alive,
+        or None."""
         jobs = self.by_queue.get(project, ())
         index = self.base.get(project, 0)
         while index < len(jobs) and not self.alive(jobs[index]):
             index += 1
         self.base[project] = index
         if index < len(jobs):
-            return jobs[index].priority_value
+            return jobs[index].rank
         return None
 
     def queue(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .bands import check_bands, with_bands
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
 from .queues import QueueState, build_queues, compute_fair_shares
@@ -33,6 +34,10 @@ class Session:
         self.now = snapshot.now
         self.queues: dict[str, QueueState] = build_queues(snapshot)
         jobs = [j for j in snapshot.jobs if j.project in self.queues and j.milli_per_pod >= 0]
+        if policy.service_bands:
+            check_bands(policy.service_bands)
+        if policy.service_bands or any(j.band for j in jobs):
+            jobs = with_bands(jobs, policy)  # L1
         if len({j.key for j in jobs}) != len(jobs):
             raise ValueError("the snapshot holds two jobs with the same project and name")
         self.total = sum(to_milli(n.gpus) for n in snapshot.nodes if n.ready)  # R2.6

@@ -47,10 +47,10 @@ def allocate(session: Session) -> None:
 
 
 def shortest_first(job: Job) -> tuple:
-    """B6: inside a project, higher priority first (R4.3), then the shortest predicted run
-    (unknown last), then older."""
+    """B6: inside a project, higher priority first (R4.3; then the lower service band, L2), then
+    the shortest predicted run (unknown last), then older."""
     expected = job.expected_s if job.expected_s is not None else float("inf")
-    return (-job.priority_value, expected, job.order, job.name)
+    return (-job.priority_value, job.band, expected, job.order, job.name)
 
 
 def no_fit_reason(session: Session, job: Job) -> str:

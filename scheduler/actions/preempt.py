@@ -13,7 +13,10 @@ def preempt(session: Session) -> None:
     """Preemptors in allocation order (R10.1); victims are running preemptible jobs of the same
     project with strictly lower priority (R10.2). No fair-share test: nothing moves between
     projects. The preemptor is placed with the usual checks, evaluated with its victims gone,
-    so at its limit a project's interactive job can displace its own train job."""
+    so at its limit a project's interactive job can displace its own train job.
+
+    With service bands, priority is the class value then the lower band (L2), so a job of a
+    lower band preempts running jobs of its class that have held more GPU-hours (L3)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
     pool = session.victims()
@@ -23,23 +26,16 @@ def preempt(session: Session) -> None:
         if failed.skip(job):
             continue
         lowest = pool.lowest_priority(job.project)
-        if lowest is None or lowest >= job.priority_value:
+        if lowest is None or lowest >= job.rank:
             continue
-        ordered = pool.queue(
-            [job.project], job.milli_total, keep=lambda j: j.priority_value < job.priority_value
-        )
+        ordered = pool.queue([job.project], job.milli_total, keep=lambda j: j.rank < job.rank)
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)
             continue
         for victim in outcome.evicted:
             session.record(
-                "evict",
-                victim,
-                "preempt",
-                f"preempted: {job.name} of {job.project} has higher priority "
-                f"({job.priority_value} > {victim.priority_value}) (R10.2)",
-                beneficiary=job.key,
+                "evict", victim, "preempt", preempted_reason(job, victim), beneficiary=job.key
             )
         record_moves(session, job, outcome, "preempt", "R10.2")
         session.record(
@@ -50,6 +46,21 @@ def preempt(session: Session) -> None:
             f"{job.project} (R10)",
             outcome.placement,
         )
+
+
+def preempted_reason(job: Job, victim: Job) -> str:
+    """Why a victim of R10 is evicted: a higher priority class (R10.2) or, in the same class,
+    a lower service band (L3)."""
+    if job.priority_value > victim.priority_value:
+        return (
+            f"preempted: {job.name} of {job.project} has higher priority "
+            f"({job.priority_value} > {victim.priority_value}) (R10.2)"
+        )
+    held = victim.attained_gpu_s / 3600.0
+    return (
+        f"preempted: {job.name} of {job.project} has held fewer GPU-hours (service band "
+        f"{job.band} < {victim.band}; this job has held {held:.1f} GPU-h) (L3, R10.2)"
+    )
 
 
 def _over_quota(session: Session, job: Job) -> bool:

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from ..bands import band_of
 from ..cycle import plan_cycle
 from ..model import Job, JobKey, Project, Snapshot, to_milli
 from ..predict import Predictor
@@ -155,6 +156,7 @@ class Simulation:
         # not exact there: each team and shape also shows its first `backfill_depth` jobs.
         self.min_depth = self.options.backfill_depth if spec.policy.backfill else 0
         self.sims: dict[JobKey, _Sim] = {}
+        self.bands = tuple(spec.policy.service_bands)  # L1 thresholds, GPU-hours
         self.cycles = 0
         self.core_s = 0.0
 
@@ -297,7 +299,15 @@ class Simulation:
         sim.run_start = None
         sim.pending_since = now
         sim.outcome.evictions += 1
-        self._enqueue(replace(job, placement=(), started=None, backfilled=False))
+        self._enqueue(
+            replace(
+                job,
+                placement=(),
+                started=None,
+                backfilled=False,
+                attained_gpu_s=self._attained(sim, now),
+            )
+        )
         self.tracker.change(now, alloc=-sim.milli, pending=+1, requested=-sim.requested)
         team = self.teams[sim.key[0]]
         team.change(now, alloc=-sim.milli)
@@ -321,18 +331,59 @@ class Simulation:
         """A job becomes pending (submitted, or evicted: it keeps its order, R1.3)."""
         self.pending[job.key] = job
         shape = (job.milli_per_pod, job.pods)
-        bisect.insort(self.queues[job.project].setdefault(shape, []), (job.order, job.key))
+        bisect.insort(self.queues[job.project].setdefault(shape, []), (self._rank(job), job.key))
         self.pending_count += 1
 
     def _dequeue(self, key: JobKey) -> Job:
         """A pending job starts: out of the pending set and its shape queue."""
         job = self.pending.pop(key)
         queue = self.queues[job.project][(job.milli_per_pod, job.pods)]
-        del queue[bisect.bisect_left(queue, (job.order, key))]
+        del queue[bisect.bisect_left(queue, (self._rank(job), key))]
         self.pending_count -= 1
         return job
 
+    def _rank(self, job: Job) -> tuple[int, int]:
+        """A pending job's place in its shape queue: the core's R4.3 order (every job here has
+        the same priority class), so its service band first (L2; always 0 without bands)."""
+        return (band_of(job, self.bands), job.order)
+
+    # ------------------------------------------------------------------------------ service
+    def _attained(self, sim: _Sim, now: float) -> float:
+        """GPU-seconds the job has held over all its runs up to `now` (L1): the work done or
+        kept, the work thrown away by restarts, and the current run."""
+        held = sim.trace.duration_s - sim.remaining + sim.outcome.lost_s
+        if sim.run_start is not None:
+            held += now - sim.run_start
+        return held * sim.milli / 1000
+
+    def _schedule_band(self, sim: _Sim, now: float) -> None:
+        """With service bands: wake when the running job reaches its next threshold (L1)."""
+        attained = self._attained(sim, now)
+        for hours in self.bands:
+            if hours * 3600 > attained:
+                at = now + (hours * 3600 - attained) * 1000 / max(sim.milli, 1)
+                heapq.heappush(self._bands, (at, self._seq(), sim.key, sim.epoch))
+                return
+
+    def _cross_bands(self, now: float) -> bool:
+        """Running jobs that reached a threshold carry their new attained service, so the core
+        puts them in the next band (L1); True when any did. Between thresholds a running job's
+        `attained_gpu_s` is left as it was: its band, all the core reads it for, is the same."""
+        changed = False
+        while self._bands and self._bands[0][0] <= now:
+            _, _, key, epoch = heapq.heappop(self._bands)
+            sim = self.sims[key]
+            job = self.running.get(key)
+            if job is None or sim.epoch != epoch or sim.run_start is None:
+                continue
+            self.running[key] = replace(job, attained_gpu_s=self._attained(sim, now))
+            self._schedule_band(sim, now)
+            changed = True
+        return changed
+
     def _schedule_end(self, sim: _Sim, job: Job, now: float) -> None:
+        if self.bands:
+            self._schedule_band(sim, now)
         heapq.heappush(self._ends, (now + sim.remaining, self._seq(), sim.key, sim.epoch))
         if self.spec.predict and job.expected_s is not None and job.expected_s > 0:
             wake = now + job.expected_s + WAKE_AFTER_S  # strictly after: B4 wants now > end
@@ -479,6 +530,7 @@ class Simulation:
         wall = time.perf_counter()
         self._ends: list[tuple[float, int, JobKey, int]] = []
         self._wakes: list[tuple[float, int, JobKey, int]] = []
+        self._bands: list[tuple[float, int, JobKey, int]] = []
         self._counter = 0
         jobs = self.trace.jobs
         orders = self._orders()
@@ -512,6 +564,8 @@ class Simulation:
                     self._submit(jobs[next_sub], orders[next_sub])
                     next_sub += 1
                     changed = True
+            if self._bands:
+                changed |= self._cross_bands(now)
             while self._wakes and self._wakes[0][0] <= now:
                 _, _, key, epoch = heapq.heappop(self._wakes)
                 sim = self.sims[key]
@@ -538,6 +592,7 @@ class Simulation:
                     self._ends[0][0] if self._ends else math.inf,
                     jobs[next_sub].submit_s if next_sub < len(jobs) else math.inf,
                     self._wakes[0][0] if self._wakes else math.inf,
+                    self._bands[0][0] if self._bands else math.inf,
                 )
                 if upcoming == math.inf:
                     break

@@ -18,6 +18,10 @@ order, predicted run times) and which :class:`~scheduler.model.Policy` it passes
 - ``kai-backfill`` — ``Policy(backfill=True)`` with every job's ``expected_s`` from the online
   predictor (:mod:`scheduler.predict`), learning from jobs as they finish. Until the core
   implements the B rules this behaves like ``kai``.
+- ``kai-las`` — ``kai`` with service bands at 1 and 10 GPU-hours (Allot's L rules,
+  :mod:`scheduler.bands`): inside each team the jobs that have held the fewest GPU-hours are
+  served first and preempt those that have held more (Tiresias's discretised least attained
+  service). Needs no run-time predictions; preempts jobs of the same team.
 - ``sjf-oracle`` — ``kai`` with the true durations known: ``Job.order`` is the job's rank by
   duration (shortest first), so inside every team the shortest pending job is served first
   (R4.3 orders by priority, then `order`). Queue order between teams stays fair share (R4.1).
@@ -46,6 +50,8 @@ class PolicySpec:
     oracle_order: bool = False
 
 
+LAS_BANDS = (1.0, 10.0)  # GPU-hours: Tiresias-style bands (scheduler/bands.py, L1)
+
 _FIFO = Policy(consolidation=False, reclaim=False, preempt=False)
 
 POLICIES: dict[str, PolicySpec] = {
@@ -72,6 +78,11 @@ POLICIES: dict[str, PolicySpec] = {
             "KAI + backfill fed by the online run-time predictor",
             Policy(backfill=True),
             predict=True,
+        ),
+        PolicySpec(
+            "kai-las",
+            "KAI + least attained service inside each team (bands at 1 and 10 GPU-hours)",
+            Policy(service_bands=LAS_BANDS),
         ),
         PolicySpec(
             "sjf-oracle",

@@ -255,3 +255,35 @@ def test_r5_4_fractions_share_a_device_unless_rounded_up_to_whole_gpus(
     assert summary["utilization_requested"] == pytest.approx(requested)
     assert summary["idle_while_pending"] == pytest.approx(idle)
     assert summary["unrequested_while_pending"] == pytest.approx(unrequested)
+
+
+def test_kai_las_a_new_job_preempts_its_teams_long_run_and_the_run_resumes_after_it():
+    # One GPU, one team; bands at 1 and 10 GPU-hours (L1). `long` (5 h) starts at 0 and reaches
+    # band 1 at t3600. `quick` (30 min) arrives at t7200 in band 0 and preempts it (L3, R10.2):
+    # quick runs 7200..9000. With a checkpoint long resumes at 9000 with 3 h left (ends 19800);
+    # from zero it runs its 5 h again (ends 27000), staying in band 1: thrown-away service
+    # counts as service (L1). Under kai quick waits for long to end at 18000.
+    trace = make_trace([("long", 0, 18000, 1, "t"), ("quick", 7200, 1800, 1, "t")])
+    cluster = Cluster(1, 1, {"t": 1.0}, {"t": 1})
+    assert by_id(run(trace, cluster, "kai-las", restart="checkpoint")) == {
+        "long": (19800, 1800),
+        "quick": (1800, 0),
+    }
+    zero = run(trace, cluster, "kai-las", restart="zero")
+    assert by_id(zero) == {"long": (27000, 1800), "quick": (1800, 0)}
+    assert zero.summary["lost_gpu_h"] == pytest.approx(2.0)
+    assert by_id(run(trace, cluster, "kai")) == {"long": (18000, 0), "quick": (12600, 10800)}
+
+
+def test_kai_las_bands_follow_service_across_cycles_without_a_new_event():
+    # Two 1-GPU jobs of one team on one GPU: `a` runs first; `b` waits in band 0 from t10.
+    # a (band 0) and b (band 0) are equal, so nothing happens until a reaches 1 GPU-hour at
+    # t3600 — a band crossing is an event of its own — when b preempts it (L3). b then runs
+    # until it too reaches band 1 at 3600 + 3600 = 7200; a and b are then equal again and b,
+    # running, keeps the GPU until it ends at 3600 + 4000 = 7600; a resumes and ends at 7600 +
+    # 1400 = 9000 (checkpoint).
+    trace = make_trace([("a", 0, 5000, 1, "t"), ("b", 10, 4000, 1, "t")])
+    cluster = Cluster(1, 1, {"t": 1.0}, {"t": 1})
+    result = run(trace, cluster, "kai-las", restart="checkpoint")
+    assert by_id(result) == {"a": (9000, 4000), "b": (7590, 3590)}
+    assert result.summary["evictions"] == 1
