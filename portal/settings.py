@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from itertools import pairwise
 from pathlib import Path
 
 import dj_database_url
@@ -72,6 +73,22 @@ def envfloat(name: str, default: float, minimum: float = 0.0) -> float:
 def envlist(name: str, default: str) -> list[str]:
     """The variable as a comma-separated list, blanks dropped."""
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def envbands(name: str) -> tuple[float, ...]:
+    """The variable as ascending positive GPU-hour thresholds, e.g. "1,10" (empty: none)."""
+    raw = os.environ.get(name, "")
+    try:
+        values = tuple(float(item) for item in envlist(name, ""))
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a comma-separated list of numbers"
+        ) from None
+    if any(not b > a for a, b in pairwise((0.0, *values))) or float("inf") in values:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} must be positive GPU-hours in ascending order, e.g. 1,10"
+        )
+    return values
 
 
 def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
@@ -251,6 +268,10 @@ ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)
 # Backfill with reservations (Allot's B rules): off by default, as in KAI.
 ALLOT_BACKFILL = envbool("ALLOT_BACKFILL", False)
+# Service bands (Allot's L rules, scheduler/bands.py): GPU-hour thresholds such as "1,10". Inside
+# a project, jobs that have held fewer GPU-hours go first and preempt those that held more. Off
+# by default, as in KAI: it preempts jobs, so it suits clusters whose training jobs checkpoint.
+ALLOT_SERVICE_BANDS = envbands("ALLOT_SERVICE_BANDS")
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)
 ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and webhooks

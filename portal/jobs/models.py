@@ -88,6 +88,8 @@ class Job(models.Model):
     expected_basis = models.CharField(max_length=32, blank=True, default="")
     eta = models.DateTimeField(null=True, blank=True)
     backfilled = models.BooleanField(default=False)  # started ahead of a reservation (B2)
+    # GPU-seconds held in earlier runs, ended by an eviction or a move (service bands, L1)
+    held_gpu_s = models.FloatField(default=0.0)
     submitted_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

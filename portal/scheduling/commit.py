@@ -82,7 +82,9 @@ def decision_updates(
     for decision in plan.decisions:
         final[decision.job] = decision
     updates = []
+    jobs = {job.key: job for job in state.jobs} if final else {}
     for key, decision in final.items():
+        row = state.rows[key]
         if decision.kind == "evict":
             reason = plan.pending_reasons.get(key, decision.reason)
             values = {"status": Status.PENDING, "placement": [], "started_at": None,
@@ -92,7 +94,11 @@ def decision_updates(
                       "placement": placement_json(decision.placement), "started_at": now,
                       "pending_reason": "",
                       "backfilled": decision.action == "backfill"}  # B2, for B4  # fmt: skip
-        updates.append(Update(state.rows[key].id, current[key], values))
+        if decision.kind != "start" and row.holding and row.started_at is not None:
+            # the run ends here (evicted, or moved and restarted): keep what it held (L1)
+            held = jobs[key].milli_total / 1000 * max(0.0, (now - row.started_at).total_seconds())
+            values["held_gpu_s"] = row.held_gpu_s + held
+        updates.append(Update(row.id, current[key], values))
     return updates
 
 
@@ -133,7 +139,8 @@ def conditional_update(expected: str, fields: tuple[str, ...], updates: list[Upd
 
 
 _ARRAY_TYPES = {"CharField": "text[]", "TextField": "text[]", "JSONField": "text[]",
-                "DateTimeField": "timestamptz[]", "BooleanField": "boolean[]"}  # fmt: skip
+                "DateTimeField": "timestamptz[]", "BooleanField": "boolean[]",
+                "FloatField": "double precision[]"}  # fmt: skip
 
 
 def _unnest_update(expected: str, fields: tuple[str, ...], updates: list[Update]) -> int:

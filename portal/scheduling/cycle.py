@@ -115,7 +115,7 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
         state = replace(state, nodes=snapshot.load_nodes())  # the cluster's inventory changed
     changes, notes = observe.transitions(observation, state)
     leaving = frozenset(change.job for change in changes if change.leaves)
-    view = state.snapshot(observation.at.timestamp(), leaving)
+    view = state.snapshot(observation.at.timestamp(), leaving, bool(policy.service_bands))
     timings["snapshot_s"], lap = perf_counter() - lap, perf_counter()
     plan = plan_cycle(view, policy)
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()

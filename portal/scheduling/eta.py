@@ -103,8 +103,9 @@ def eta_policy(policy: Policy) -> Policy:
 
 
 def current_policy() -> Policy:
-    """The policy the portal's cycles use (backfill per `ALLOT_BACKFILL`)."""
-    return Policy(backfill=settings.ALLOT_BACKFILL)
+    """The policy the portal's cycles use (backfill per `ALLOT_BACKFILL`, service bands per
+    `ALLOT_SERVICE_BANDS`)."""
+    return Policy(backfill=settings.ALLOT_BACKFILL, service_bands=settings.ALLOT_SERVICE_BANDS)
 
 
 _running = False

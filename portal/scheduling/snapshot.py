@@ -8,7 +8,7 @@ what the commit needs to write conditionally: each job's row id and the status i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from portal.cluster.models import Node as NodeRow
@@ -37,6 +37,7 @@ class JobRow:
     active_at: datetime | None = None
     stuck: bool = False
     estimate_s: int | None = None  # the submitter's own run-time estimate (for predictions)
+    held_gpu_s: float = 0.0  # GPU-seconds held in runs ended by an eviction or a move (L1)
 
     @property
     def holding(self) -> bool:
@@ -69,9 +70,16 @@ class ClusterState:
     rows: dict[JobKey, JobRow]
     project_rows: dict[str, ProjectRowInfo]
 
-    def snapshot(self, now: float, leaving: frozenset[JobKey] = frozenset()) -> Snapshot:
-        """The scheduler's snapshot at `now` without the jobs in `leaving` (they finished)."""
+    def snapshot(
+        self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
+    ) -> Snapshot:
+        """The scheduler's snapshot at `now` without the jobs in `leaving` (they finished).
+
+        With `service` (the policy has service bands, L1) a running job's `attained_gpu_s` also
+        counts its current run up to `now`; without, it is what earlier runs held."""
         jobs = self.jobs if not leaving else tuple(j for j in self.jobs if j.key not in leaving)
+        if service:
+            jobs = tuple(with_current_run(job, now) for job in jobs)
         return Snapshot(
             nodes=self.nodes,
             projects=self.projects,
@@ -79,6 +87,14 @@ class ClusterState:
             departments=self.departments,
             now=now,
         )
+
+
+def with_current_run(job: Job, now: float) -> Job:
+    """The job with the GPU-seconds of its current run added to what earlier runs held (L1)."""
+    if job.started is None:
+        return job
+    held = job.milli_total / 1000 * max(0.0, now - job.started)
+    return replace(job, attained_gpu_s=job.attained_gpu_s + held)
 
 
 def _gpus(value) -> float | None:
@@ -148,7 +164,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
-            "expected_s", "backfilled", "estimate_s", named=True,
+            "expected_s", "backfilled", "estimate_s", "held_gpu_s", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -162,6 +178,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
             placement=placement, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
+            attained_gpu_s=row.held_gpu_s,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
@@ -178,6 +195,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             row.active_at,
             row.stuck,
             row.estimate_s,
+            row.held_gpu_s,
         )
     return tuple(jobs), index
 

@@ -6,11 +6,13 @@ the REST API's serializer and `services.submit_job`, so the page's messages are 
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException
 
@@ -30,6 +32,7 @@ from portal.web.forms import (
     field_errors,
     form_input,
 )
+from scheduler.bands import band_for
 
 JOB_FIELDS = {
     "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": TEXT, "type": TEXT,
@@ -144,8 +147,20 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
          "urls": job_urls(job) if job.holds_gpus and job.ports else [],
          "session_url": f"/sessions/{job.project.name}/{job.name}/"
          if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or []) else None,
-         "can_stop": access.can_submit(request.user, job.project)},
+         "can_stop": access.can_submit(request.user, job.project),
+         "service": _service(job)},
     )  # fmt: skip
+
+
+def _service(job) -> dict | None:
+    """GPU-hours a training job has held and its service band, when the cluster uses bands (L1)."""
+    bands = settings.ALLOT_SERVICE_BANDS
+    if not bands or job.type != JobType.TRAIN:
+        return None
+    held = job.held_gpu_s
+    if job.holds_gpus and job.started_at is not None:
+        held += job.allocated_gpus * max(0.0, (timezone.now() - job.started_at).total_seconds())
+    return {"held_h": held / 3600, "band": band_for(held, bands), "bands": len(bands) + 1}
 
 
 @login_required
