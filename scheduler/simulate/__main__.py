@@ -17,11 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
+from ..bands import check_bands
 from ..predict import EvalJob, Predictor, evaluate
 from .engine import Cluster, SimOptions, Simulation
-from .policies import POLICIES, get_policy
+from .policies import POLICIES, PolicySpec, get_policy
 from .reference import pooled_fifo
 from .report import summary_table, team_table, write_csvs
 from .trace import Trace, parse_nodes, read_quotas, read_trace
@@ -70,6 +72,28 @@ def _predictor(args: argparse.Namespace) -> Predictor:
     return Predictor(quantile=args.quantile, min_samples=args.min_samples)
 
 
+def parse_bands(text: str) -> tuple[float, ...]:
+    """--service-bands "1,10" as GPU-hour thresholds (SystemExit naming the flag otherwise)."""
+    try:
+        bands = tuple(float(item) for item in text.split(",") if item.strip())
+        if not bands:
+            raise ValueError("no thresholds")
+        check_bands(bands)
+    except ValueError:
+        raise SystemExit(
+            f"--service-bands must be positive GPU-hours in ascending order, e.g. 1,10; "
+            f"got {text!r}"
+        ) from None
+    return bands
+
+
+def with_bands(spec: PolicySpec, bands: tuple[float, ...] | None) -> PolicySpec:
+    """The spec with its service bands replaced, for a policy that has them (L1)."""
+    if bands is None or not spec.policy.service_bands:
+        return spec
+    return replace(spec, policy=replace(spec.policy, service_bands=bands))
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (documented in docs/simulation.md)."""
     p = argparse.ArgumentParser(
@@ -109,6 +133,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the queueing of a pooled fluid cluster (no nodes, teams or evictions)",
     )
+    p.add_argument(
+        "--service-bands",
+        metavar="H1,H2,...",
+        help="GPU-hour thresholds of the policies with service bands (kai-las; default 1,10)",
+    )
     p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
     p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
     p.add_argument(
@@ -131,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--cycle-s must be positive")
     if not 0 < args.time_scale < float("inf"):  # also rejects nan
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
+    bands = parse_bands(args.service_bands) if args.service_bands is not None else None
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
     trace = read_trace(
         args.trace,
@@ -167,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in args.policy or ["kai"]:
         began = time.perf_counter()
-        result = Simulation(trace, cluster, get_policy(name), options).run()
+        result = Simulation(trace, cluster, with_bands(get_policy(name), bands), options).run()
         result.setting = setting
         results.append(result)
         if not args.quiet:

@@ -110,3 +110,33 @@ def test_python_dash_m_runs_the_simulator_with_a_progress_bar(files):
     assert "kai-backfill" in stdout and "sjf-oracle" in stdout
     assert "\r[kai-backfill] day" in stderr  # one line, rewritten in place
     assert "jobs done 6/6" in stderr
+
+
+LAS_TRACE = """job_id,submit_time_s,duration_s,gpus,pods,team,user,status
+long,0,18000,1,,A,,
+quick,7200,1800,1,,A,,
+"""
+
+
+@pytest.mark.parametrize(("bands", "avg_queue"), [(None, 900), ("1,10", 900), ("5", 5400)])
+def test_service_bands_set_the_thresholds_of_kai_las(tmp_path, bands, avg_queue):
+    # quick arrives when long has held 2 GPU-hours: past a 1 GPU-hour threshold long is in a
+    # higher band and quick preempts it (L3); below a 5 GPU-hour one both are in band 0 and
+    # quick waits for long to end at 18000 (R4.3). Queueing: preempted, long waits 1800 s while
+    # quick runs (average 900); not, quick waits 10800 s (average 5400).
+    trace = tmp_path / "las.csv"
+    trace.write_text(LAS_TRACE)
+    out = tmp_path / "out"
+    flags = ("--service-bands", bands) if bands else ()
+    main([str(trace), "--nodes", "1x1", "--policy", "kai-las", "--cycle-s", "10", *flags,
+          "--out", str(out), "--quiet", "--no-html", *JOBS_NONE])  # fmt: skip
+    with open(out / "summary.csv") as handle:
+        row = next(csv.DictReader(handle))
+    assert float(row["avg_queue_s"]) == pytest.approx(avg_queue)
+
+
+@pytest.mark.parametrize("bands", ["10,1", "0", "x", "", "1,1"])
+def test_bad_service_bands_name_the_flag(files, capsys, bands):
+    trace, _ = files
+    with pytest.raises(SystemExit, match="--service-bands must be positive GPU-hours"):
+        main([str(trace), "--nodes", "2x4", "--service-bands", bands, "--quiet"])
