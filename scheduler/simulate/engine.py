@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..bands import band_of
+from ..bands import band_for, band_of
 from ..cycle import plan_cycle
 from ..model import Job, JobKey, Project, Snapshot, to_milli
 from ..predict import Predictor
@@ -301,11 +301,10 @@ class Simulation:
         sim.outcome.evictions += 1
         self._enqueue(
             replace(
-                job,
+                self._served(job, sim, now) if self.bands else job,
                 placement=(),
                 started=None,
                 backfilled=False,
-                attained_gpu_s=self._attained(sim, now),
             )
         )
         self.tracker.change(now, alloc=-sim.milli, pending=+1, requested=-sim.requested)
@@ -356,6 +355,13 @@ class Simulation:
             held += now - sim.run_start
         return held * sim.milli / 1000
 
+    def _served(self, job: Job, sim: _Sim, now: float) -> Job:
+        """The job carrying its attained service at `now` and the band the core will derive
+        from it (L1): a job whose band is already right is not copied again every cycle."""
+        attained = self._attained(sim, now)
+        band = band_for(attained, self.bands) if job.preemptible else 0
+        return replace(job, attained_gpu_s=attained, band=band)
+
     def _schedule_band(self, sim: _Sim, now: float) -> None:
         """With service bands: wake when the running job reaches its next threshold (L1)."""
         attained = self._attained(sim, now)
@@ -376,7 +382,7 @@ class Simulation:
             job = self.running.get(key)
             if job is None or sim.epoch != epoch or sim.run_start is None:
                 continue
-            self.running[key] = replace(job, attained_gpu_s=self._attained(sim, now))
+            self.running[key] = self._served(job, sim, now)
             self._schedule_band(sim, now)
             changed = True
         return changed
