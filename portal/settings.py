@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from itertools import pairwise
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from scheduler.bands import check_bands
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
@@ -84,10 +85,12 @@ def envbands(name: str) -> tuple[float, ...]:
         raise ImproperlyConfigured(
             f"{name}={raw!r} is not a comma-separated list of numbers"
         ) from None
-    if any(not b > a for a, b in pairwise((0.0, *values))) or float("inf") in values:
+    try:
+        check_bands(values)
+    except ValueError:
         raise ImproperlyConfigured(
             f"{name}={raw!r} must be positive GPU-hours in ascending order, e.g. 1,10"
-        )
+        ) from None
     return values
 
 

@@ -71,10 +71,10 @@ def with_bands(jobs: list[Job], policy: Policy) -> list[Job]:
 
 
 def check_bands(thresholds: tuple[float, ...]) -> None:
-    """Thresholds must be positive and strictly ascending (ValueError naming the fault)."""
+    """Thresholds must be positive, finite and strictly ascending (ValueError otherwise)."""
     previous = 0.0
     for value in thresholds:
-        if not value > previous:
+        if not previous < value < float("inf"):
             raise ValueError(
                 f"service_bands must be positive GPU-hours in ascending order, got {thresholds!r}"
             )

@@ -65,7 +65,9 @@ def test_l1_the_core_derives_the_band_from_attained_service_not_from_the_snapsho
     assert [j.band for j in session.jobs] == [2]
 
 
-@pytest.mark.parametrize("bands", [(0.0, 1.0), (10.0, 1.0), (1.0, 1.0), (-1.0,)])
+@pytest.mark.parametrize(
+    "bands", [(0.0, 1.0), (10.0, 1.0), (1.0, 1.0), (-1.0,), (1.0, float("inf"))]
+)
 def test_l1_thresholds_must_be_positive_and_ascending(bands):
     check_bands((1.0, 10.0))
     with pytest.raises(ValueError, match="service_bands must be positive GPU-hours"):
