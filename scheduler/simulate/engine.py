@@ -11,7 +11,9 @@ changes). With nothing pending no action has anything to do (allocate, consolida
 and preempt are all driven by pending jobs; the simulator never leaves a gang degraded, so
 R6.4 has nothing to evict). Between such ticks the clock jumps to the tick of the next event.
 Policies whose decisions depend on the clock (backfill compares predicted ends with `now`)
-also wake at each running job's predicted end.
+also wake at each running job's predicted end; with service bands (L1) a running job's reaching
+its next GPU-hour threshold is an event too, and every job carries the GPU-seconds it has held
+over all its runs (thrown-away ones included) and the band they put it in.
 
 **Plans.** ``start`` starts a pending job at the tick (``Job.started`` = the tick, and
 ``backfilled=True`` when the deciding action is ``"backfill"``); ``evict`` returns a job to
@@ -21,7 +23,7 @@ checkpoints) or only what was left (``restart="checkpoint"``).
 
 **Cost.** Node and project tuples are built once; jobs live in dicts (running; pending, with
 a sorted queue per team and job shape) and the snapshot's job tuple is assembled from them per
-cycle; a `Job` object is only replaced when its placement changes. In an overloaded cluster
+cycle; a `Job` object is only replaced when its placement or band changes. In an overloaded cluster
 the core's cycle grows with the pending queue, so by default the snapshot shows each team's
 queue only as deep as could possibly matter this cycle (:meth:`Simulation._bounded`, exact for
 the policies without backfill, checked by a test).
