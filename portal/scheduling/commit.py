@@ -25,7 +25,7 @@ from portal.jobs.overview import IDLE_BELOW
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
 from portal.scheduling.observe import HealthNote, Transition
-from portal.scheduling.snapshot import ClusterState
+from portal.scheduling.snapshot import ClusterState, with_current_run
 from portal.tenancy.models import Project
 from scheduler import Decision, JobKey, Plan, PodPlacement, Snapshot, apply_plan
 
@@ -96,8 +96,7 @@ def decision_updates(
                       "backfilled": decision.action == "backfill"}  # B2, for B4  # fmt: skip
         if decision.kind != "start" and row.holding and row.started_at is not None:
             # the run ends here (evicted, or moved and restarted): keep what it held (L1)
-            held = jobs[key].milli_total / 1000 * max(0.0, (now - row.started_at).total_seconds())
-            values["held_gpu_s"] = row.held_gpu_s + held
+            values["held_gpu_s"] = with_current_run(jobs[key], now.timestamp()).attained_gpu_s
         updates.append(Update(row.id, current[key], values))
     return updates
 

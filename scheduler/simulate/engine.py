@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..bands import band_for, band_of
+from ..bands import band_of
 from ..cycle import plan_cycle
 from ..model import Job, JobKey, Project, Snapshot, to_milli
 from ..predict import Predictor
@@ -345,8 +345,9 @@ class Simulation:
 
     def _rank(self, job: Job) -> tuple[int, int]:
         """A pending job's place in its shape queue: the core's R4.3 order (every job here has
-        the same priority class), so its service band first (L2; always 0 without bands)."""
-        return (band_of(job, self.bands), job.order)
+        the same priority class), so its service band first (L2; set by :meth:`_served`, always
+        0 without bands)."""
+        return (job.band, job.order)
 
     # ------------------------------------------------------------------------------ service
     def _attained(self, sim: _Sim, now: float) -> float:
@@ -360,9 +361,8 @@ class Simulation:
     def _served(self, job: Job, sim: _Sim, now: float) -> Job:
         """The job carrying its attained service at `now` and the band the core will derive
         from it (L1): a job whose band is already right is not copied again every cycle."""
-        attained = self._attained(sim, now)
-        band = band_for(attained, self.bands) if job.preemptible else 0
-        return replace(job, attained_gpu_s=attained, band=band)
+        served = replace(job, attained_gpu_s=self._attained(sim, now))
+        return replace(served, band=band_of(served, self.bands))
 
     def _schedule_band(self, sim: _Sim, now: float) -> None:
         """With service bands: wake when the running job reaches its next threshold (L1)."""
