@@ -1,9 +1,11 @@
 """The eviction search shared by consolidation, reclaim and preempt (R8).
 
 Victims are popped one at a time from a victim queue (R8.1) into an accumulated set; a cheap
-filter skips sets that cannot free enough GPUs (R8.2); scenario generators propose sub-sets —
-first the accumulated victims on the latest victim's node(s) (node-local greedy), then growing
-prefixes of nodes sorted by capacity after eviction (multi-node) (R8.3). A scenario is simulated
+filter skips sets that cannot free enough GPUs (R8.2) — each accumulated set, as KAI does, and
+each sub-set a generator proposes, which only saves simulating a scenario that must fail.
+Scenario generators propose sub-sets: first the accumulated victims on the latest victim's
+node(s) (node-local greedy), then growing prefixes of nodes sorted by capacity after eviction
+(multi-node) (R8.3). A scenario is simulated
 with checkpoint and rollback: evict its victims, then take the pending job and the victims through
 allocation order; victims that find a place are kept or moved, only the rest are evicted (R8.5);
 then the action's validator decides.
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..model import Job, PodPlacement
-from ..ordering import job_order_key
+from ..ordering import JobQueues
 from ..placement import place_job, pools_for
 from ..session import Session, nodes_of
 from ..state import FULL, pod_milli
@@ -61,6 +63,8 @@ def solve(
             if not scenario or fingerprint in tried:
                 continue
             tried.add(fingerprint)
+            if len(scenario) < len(accumulated) and not enough_room(session, job, scenario):
+                continue  # R8.2's filter on the sub-set: it cannot succeed, skip simulating it
             outcome = simulate(session, job, scenario, validator, before)
             if outcome is not None:
                 return outcome
@@ -153,37 +157,6 @@ def _multi_node(session: Session, job: Job, accumulated: list[Job]):
         step *= 2
 
 
-def next_in_allocation_order(session: Session, jobs: list[Job]) -> Job:
-    """The job of `jobs` that allocation serves first: walk the queue tree from the root, at
-    each level taking the child whose R4.1 key — computed with the best job of its subtree — is
-    smallest (R4.2); inside a project the best job is the highest priority, then the oldest
-    (R4.3). A queue is always judged by its head job, as KAI's queue order does."""
-    heads: dict[str, Job] = {}
-    for job in jobs:
-        head = heads.get(job.project)
-        if head is None or job_order_key(job) < job_order_key(head):
-            heads[job.project] = job
-    subtree: dict[str, list] = {}
-    for project in heads:
-        path = session.queues[project].path()
-        for parent, child in zip([None, *path], path, strict=False):
-            siblings = subtree.setdefault(parent.name if parent else "", [])
-            if child not in siblings:
-                siblings.append(child)
-
-    def best(parent: str) -> Job:
-        """The best job under `parent` ("" = the root), by its children's R4.1 keys."""
-        offers = []
-        for queue in subtree[parent]:
-            job = heads[queue.name] if queue.name in heads else best(queue.name)
-            offers.append(
-                ((*queue.allocation_key(job.milli_total, session.total), queue.name), job)
-            )
-        return min(offers, key=lambda offer: offer[0])[1]
-
-    return best("")
-
-
 def simulate(
     session: Session,
     job: Job,
@@ -196,10 +169,10 @@ def simulate(
     checkpoint = state.checkpoint()
     old = {v.key: state.unplace(v) for v in scenario}
     outcome = Outcome(placement=())
-    remaining = [job, *scenario]
-    while remaining:
-        current = next_in_allocation_order(session, remaining)
-        remaining.remove(current)
+    # The preemptor and the victims in allocation order (R4.1-R4.3), keys recomputed after each
+    # placement as allocation does.
+    order = JobQueues(session.queues, [job, *scenario], session.total)
+    while (current := order.pop()) is not None:
         if current is job:
             placement = (
                 None if session.capacity_block(job) else place_job(state, job, session.policy)
