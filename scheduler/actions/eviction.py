@@ -51,12 +51,14 @@ def solve(
     applied in the session's state and return it; None (state unchanged) when none is valid."""
     before = allocated_before(session)
     accumulated: list[Job] = []
+    room = Room(session, job)
     tried: set[frozenset] = set()
     for count, victim in enumerate(victims):
         if max_candidates is not None and count >= max_candidates:
             break
         accumulated.append(victim)
-        if not enough_room(session, job, accumulated):
+        room.add(victim)
+        if not room.enough():
             continue
         for scenario in scenarios(session, job, accumulated, victim):
             fingerprint = frozenset(v.key for v in scenario)
@@ -98,31 +100,78 @@ def capacity_after(session: Session, node_name: str, freed: dict[int, int]) -> t
 def enough_room(session: Session, job: Job, victims: list[Job]) -> bool:
     """R8.2: can idle + releasing + freed GPUs hold the job's pods even greedily? A necessary
     condition only; the simulation decides."""
-    freed = freed_by_node(session, victims)
-    indexes = pools_for(session.state, job)
-    pools = session.queue(job).node_pools
-    nodes = session.state.nodes
+    room = Room(session, job)
+    for victim in victims:
+        room.add(victim)
+    return room.enough()
 
-    def allowed(name: str) -> bool:
+
+class Room:
+    """R8.2's count for one job, kept up to date as victims accumulate: what the idle and
+    releasing GPUs of its pools hold (whole pods per node, R5.3; thousandths for a fraction),
+    with each victim's devices freed. Adding a victim recounts only the nodes it runs on, so a
+    search over n victims costs O(n) recounts instead of O(n^2)."""
+
+    def __init__(self, session: Session, job: Job):
+        self.session = session
+        self.job = job
+        self.indexes = pools_for(session.state, job)
+        self.pools = session.queue(job).node_pools
+        self.freed: dict[str, dict[int, int]] = {}
+        self.counted: dict[str, int] = {}  # freed node -> what it adds to `count` now
+        nodes = session.state.nodes
+        if job.gpus < 1:
+            self.count = sum(index.free_milli for index in self.indexes)
+            return
+        per_pod = job.whole_devices_per_pod
+        self.count = 0
+        for index in self.indexes:
+            for free, bucket in enumerate(index.buckets):
+                self.count += free // per_pod * len(bucket)
+            self.count += sum(nodes[name].whole_free // per_pod for name in index.touched)
+
+    def allowed(self, name: str) -> bool:
         """The job may run on this node: eligible and in one of its project's pools."""
-        return nodes[name].eligible and (not pools or nodes[name].pool in pools)
+        node = self.session.state.nodes[name]
+        return node.eligible and (not self.pools or node.pool in self.pools)
 
-    if job.gpus < 1:
-        free = sum(index.free_milli for index in indexes)
-        free += sum(sum(d.values()) for n, d in freed.items() if allowed(n))
-        return free >= job.milli_total
-    per_pod = job.whole_devices_per_pod
-    pods = 0
-    for index in indexes:
-        for count, bucket in enumerate(index.buckets):
-            untouched = len(bucket) - sum(1 for name in freed if name in bucket)
-            pods += count // per_pod * untouched
-        for name in index.touched - freed.keys():
-            pods += session.state.nodes[name].whole_free // per_pod
-    for name, per_device in freed.items():
-        if allowed(name):
-            pods += capacity_after(session, name, per_device)[0] // per_pod
-    return pods >= job.pods
+    def _indexed(self, name: str) -> bool:
+        """The node is counted in one of the job's pool indexes (in a bucket or touched)."""
+        whole = self.session.state.nodes[name].whole_free
+        return any(name in i.touched or name in i.buckets[whole] for i in self.indexes)
+
+    def add(self, victim: Job) -> None:
+        """Free the victim's devices and recount the nodes it runs on."""
+        changed: set[str] = set()
+        for pod in self.session.state.placement.get(victim.key, ()):
+            per_device = self.freed.setdefault(pod.node, {})
+            milli = pod_milli(victim, pod)
+            for device in pod.devices:
+                per_device[device] = per_device.get(device, 0) + milli
+            if self.job.gpus < 1:
+                if self.allowed(pod.node):
+                    self.count += milli * len(pod.devices)
+            else:
+                changed.add(pod.node)
+        if not changed:
+            return
+        per_pod = self.job.whole_devices_per_pod
+        nodes = self.session.state.nodes
+        for name in changed:
+            before = self.counted.get(name)
+            if before is None:
+                before = nodes[name].whole_free // per_pod if self._indexed(name) else 0
+            after = 0
+            if self.allowed(name):
+                after = capacity_after(self.session, name, self.freed[name])[0] // per_pod
+            self.count += after - before
+            self.counted[name] = after
+
+    def enough(self) -> bool:
+        """Whether the count covers the job (R8.2)."""
+        if self.job.gpus < 1:
+            return self.count >= self.job.milli_total
+        return self.count >= self.job.pods
 
 
 def scenarios(session: Session, job: Job, accumulated: list[Job], latest: Job):
