@@ -21,7 +21,18 @@ FULL = 1000
 class NodeState:
     """One node's devices and derived counters."""
 
-    __slots__ = ("eligible", "gpus", "name", "pool", "releasing", "used", "whole_free")
+    __slots__ = (
+        "eligible",
+        "gpus",
+        "idle",
+        "n_releasing",
+        "n_shared",
+        "name",
+        "pool",
+        "releasing",
+        "used",
+        "whole_free",
+    )
 
     def __init__(self, node: Node):
         self.name = node.name
@@ -31,14 +42,26 @@ class NodeState:
         self.used = [0] * node.gpus
         self.releasing = [False] * node.gpus
         self.whole_free = node.gpus
+        # Device counts kept by ClusterState as devices change (read for every node tried).
+        self.idle = node.gpus  # free and not releasing
+        self.n_releasing = 0
+        self.n_shared = 0  # holding fractions with room left
+
+    def recount(self) -> None:
+        """Derive the counters from the devices (after loading the snapshot's placements)."""
+        self.whole_free = sum(1 for u in self.used if u == 0)
+        pairs = zip(self.used, self.releasing, strict=True)
+        self.idle = sum(1 for u, r in pairs if u == 0 and not r)
+        self.n_releasing = sum(self.releasing)
+        self.n_shared = sum(1 for u in self.used if 0 < u < FULL)
 
     def idle_whole(self) -> int:
         """Free devices that are not releasing (R5.1 availability)."""
-        return sum(1 for u, r in zip(self.used, self.releasing, strict=True) if u == 0 and not r)
+        return self.idle
 
     def has_releasing(self) -> bool:
         """True when an eviction of this cycle left a device free here."""
-        return any(self.releasing)
+        return self.n_releasing > 0
 
     def shared_room(self, milli: int) -> list[int]:
         """Indexes of shared devices with room for `milli` (R5.4)."""
@@ -46,7 +69,7 @@ class NodeState:
 
     def has_shared_room(self) -> bool:
         """True when some shared device can take more fractions."""
-        return any(0 < u < FULL for u in self.used)
+        return self.n_shared > 0
 
 
 class PoolIndex:
@@ -78,7 +101,7 @@ class ClusterState:
             if job.placement:
                 self._load_placement(job)
         for node in self.nodes.values():
-            node.whole_free = sum(1 for used in node.used if used == 0)
+            node.recount()
             if node.eligible:
                 index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
                 index.members.add(node.name)
@@ -133,11 +156,16 @@ class ClusterState:
 
     # ----------------------------------------------------------------------------- devices
     def _apply_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
-        was_free = node.used[device] == 0
-        delta = node.used[device] - used
+        old, was_releasing = node.used[device], node.releasing[device]
+        was_free = old == 0
+        delta = old - used
         node.used[device] = used
-        node.releasing[device] = releasing if used == 0 else False
+        releasing = releasing if used == 0 else False
+        node.releasing[device] = releasing
         now_free = used == 0
+        node.idle += (now_free and not releasing) - (was_free and not was_releasing)
+        node.n_releasing += releasing - was_releasing
+        node.n_shared += (0 < used < FULL) - (0 < old < FULL)
         index = self.pools.get(node.pool) if node.eligible else None
         if was_free != now_free:
             if index is not None and node.name not in index.touched:
