@@ -59,6 +59,9 @@ class Department:
     `over_quota_weight=None` means the quota itself (Run:AI convention, SCHEDULING.md §13);
     `limit=None` means no limit (KAI's -1). `priority` is the queue priority of R2.8 / R4.1.3.
     `order` is the creation order used by the oldest-queue tie-breaks (R2.10, R4.1.8).
+    `reclaim_min_runtime_s` and `preempt_min_runtime_s` protect its jobs for that many seconds
+    after they start (R7.4, scheduler/minruntime.py): None inherits, 0 protects nothing, -1 for
+    ever.
     """
 
     name: str
@@ -67,6 +70,8 @@ class Department:
     limit: float | None = None
     priority: int = 100
     order: int = 0
+    reclaim_min_runtime_s: float | None = None
+    preempt_min_runtime_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,8 @@ class Project:
     department: str | None = None
     priority: int = 100
     order: int = 0
+    reclaim_min_runtime_s: float | None = None
+    preempt_min_runtime_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +218,10 @@ class Policy:
       attained service; inside a project, a preemptible job that has held fewer GPU-hours is
       served first and may preempt one that has held more (Tiresias's discretised
       least-attained-service). Empty by default (KAI: priority, then age).
+    - `reclaim_min_runtime_s`, `preempt_min_runtime_s`: the cluster defaults of R7.4 (KAI's
+      ``minruntime`` plugin arguments): seconds after its start during which a job may not be
+      taken by reclaim or by preemption, unless its project or department says otherwise; 0
+      (KAI's default) protects nothing, -1 protects for ever.
     """
 
     gpu_placement: Literal["binpack", "spread"] = "binpack"
@@ -227,6 +238,8 @@ class Policy:
     staleness_grace_s: float = 60.0
     backfill: bool = False
     service_bands: tuple[float, ...] = ()
+    reclaim_min_runtime_s: float = 0.0
+    preempt_min_runtime_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,9 @@ class QueueState:
         "node_pools",
         "order",
         "parent",
+        "preempt_min_runtime_s",
         "priority",
+        "reclaim_min_runtime_s",
         "weight",
     )
 
@@ -42,6 +44,8 @@ class QueueState:
         self.fair_share = 0
         self.allocated = 0
         self.allocated_np = 0
+        self.reclaim_min_runtime_s: float | None = None  # R7.4; None inherits
+        self.preempt_min_runtime_s: float | None = None
 
     @property
     def allocatable(self) -> int | None:
@@ -126,9 +130,12 @@ def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
     weight = spec.quota if spec.over_quota_weight is None else spec.over_quota_weight
     deserved = None if spec.quota is not None and spec.quota < 0 else to_milli(spec.quota)
     limit = None if spec.limit is None or spec.limit < 0 else to_milli(spec.limit)
-    return QueueState(
+    queue = QueueState(
         spec.name, deserved, limit, float(weight), spec.priority, spec.order, is_project, node_pools
     )
+    queue.reclaim_min_runtime_s = spec.reclaim_min_runtime_s
+    queue.preempt_min_runtime_s = spec.preempt_min_runtime_s
+    return queue
 
 
 def compute_fair_shares(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .bands import check_bands, with_bands
+from .minruntime import Protection, check_min_runtime, check_policy
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
 from .queues import QueueState, build_queues, compute_fair_shares
@@ -33,6 +34,11 @@ class Session:
         self.policy = policy
         self.now = snapshot.now
         self.queues: dict[str, QueueState] = build_queues(snapshot)
+        check_policy(policy)
+        for spec in (*snapshot.departments, *snapshot.projects):
+            check_min_runtime(spec.reclaim_min_runtime_s, f"{spec.name}: reclaim_min_runtime_s")
+            check_min_runtime(spec.preempt_min_runtime_s, f"{spec.name}: preempt_min_runtime_s")
+        self.protection = Protection(self.queues, policy, snapshot.now)  # R7.4
         jobs = [j for j in snapshot.jobs if j.project in self.queues and j.milli_per_pod >= 0]
         if policy.service_bands:
             check_bands(policy.service_bands)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
 from ..session import Session, nodes_of
@@ -16,7 +17,9 @@ def preempt(session: Session) -> None:
     so at its limit a project's interactive job can displace its own train job.
 
     With service bands, priority is the class value then the lower band (L2), so a job of a
-    lower band preempts running jobs of its class that have held more GPU-hours (L3)."""
+    lower band preempts running jobs of its class that have held more GPU-hours (L3).
+
+    Victims still within their preempt min runtime are left out (R7.4)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
     pool = session.victims()
@@ -28,10 +31,14 @@ def preempt(session: Session) -> None:
         lowest = pool.lowest_priority(job.project)
         if lowest is None or lowest >= job.rank:
             continue
-        ordered = pool.queue([job.project], job.milli_total, keep=lambda j: j.rank < job.rank)
+        shielded = Shielded()
+        ordered = pool.queue([job.project], job.milli_total, keep=_victims(session, job, shielded))
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)
+            reason = shielded.reason(session.now, "preemption")
+            if reason and job.key not in session.hard_blocked:
+                session.reasons[job.key] = reason
             continue
         for victim in outcome.evicted:
             session.record(
@@ -46,6 +53,24 @@ def preempt(session: Session) -> None:
             f"{job.project} (R10)",
             outcome.placement,
         )
+
+
+def _victims(session: Session, job: Job, shielded: Shielded):
+    """R10.2's victims of `job`: strictly lower priority (class, then band, L2), and not within
+    the preempt min runtime (R7.4; those are noted in `shielded`)."""
+    protection = session.protection
+
+    def keep(victim: Job) -> bool:
+        """A lower-priority victim past its preempt min runtime."""
+        if victim.rank >= job.rank:
+            return False
+        until = protection.preempt_until(victim) if protection.active else None
+        if until is None:
+            return True
+        shielded.add(victim, until)
+        return False
+
+    return keep
 
 
 def preempted_reason(job: Job, victim: Job) -> str:

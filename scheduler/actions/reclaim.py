@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
 from ..queues import QueueState
@@ -24,10 +25,18 @@ def reclaim(session: Session) -> None:
             continue
         if failed.skip(job) or session.capacity_block(job):
             continue
-        victims = pool.queue(candidate_projects(session, job, pool.by_queue), job.milli_total)
+        shielded = Shielded()
+        victims = pool.queue(
+            candidate_projects(session, job, pool.by_queue),
+            job.milli_total,
+            keep=unprotected(session, job, shielded),
+        )
         outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
         if outcome is None:
             failed.add(job)
+            reason = shielded.reason(session.now, "reclaim")
+            if reason and job.key not in session.hard_blocked:
+                session.reasons[job.key] = reason
             continue
         commit(session, job, outcome)
 
@@ -45,6 +54,31 @@ def can_reclaim(session: Session, job: Job) -> str | None:
         if project.allocated_np + job.milli_total > project.deserved:
             return f"interactive jobs would exceed {project.name}'s quota (R3.2)"
     return None
+
+
+def unprotected(session: Session, job: Job, shielded: Shielded):
+    """R7.4 as a victim filter: None when no min runtime is set anywhere (every candidate may
+    be taken), else a filter that leaves out, and notes in `shielded`, the candidates still
+    within the reclaim min runtime resolved for them (the LCA method: from the victim's
+    levelled queue of R9.3 up)."""
+    protection = session.protection
+    if not protection.active:
+        return None
+    mine = session.queue(job)
+    levels: dict[str, QueueState] = {}
+
+    def keep(victim: Job) -> bool:
+        """A victim past the reclaim min runtime resolved for it."""
+        level = levels.get(victim.project)
+        if level is None:
+            level = levels[victim.project] = levelled(mine, session.queues[victim.project])[1]
+        until = protection.reclaim_until(victim, level)
+        if until is None:
+            return True
+        shielded.add(victim, until)
+        return False
+
+    return keep
 
 
 def levelled(a: QueueState, b: QueueState) -> tuple[QueueState, QueueState]:

@@ -15,6 +15,7 @@ VC nodes. Without --quotas every team of the trace gets an equal share of the cl
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from dataclasses import replace
@@ -94,6 +95,44 @@ def with_bands(spec: PolicySpec, bands: tuple[float, ...] | None) -> PolicySpec:
     return replace(spec, policy=replace(spec.policy, service_bands=bands))
 
 
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+
+
+def parse_min_runtime(text: str, flag: str) -> float:
+    """A min-runtime flag (R7.4): "30m", "2h", "1d", "90" (seconds), "0" (no protection) or
+    "never" / "-1"; SystemExit naming the flag otherwise."""
+    value = text.strip().lower()
+    if value in ("never", "-1"):
+        return -1.0
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        raise SystemExit(
+            f"{flag} takes a duration such as 90s, 30m, 2h or 1d, 0 for none or 'never'; "
+            f"got {text!r}"
+        )
+    return float(match[1]) * _UNITS[match[2]]
+
+
+def with_min_runtime(spec: PolicySpec, reclaim: float | None, preempt: float | None) -> PolicySpec:
+    """The spec with the cluster's min-runtime defaults (R7.4) replaced where given."""
+    changes = {}
+    if reclaim is not None:
+        changes["reclaim_min_runtime_s"] = reclaim
+    if preempt is not None:
+        changes["preempt_min_runtime_s"] = preempt
+    return replace(spec, policy=replace(spec.policy, **changes)) if changes else spec
+
+
+def _runtime_label(reclaim: float | None, preempt: float | None) -> str:
+    parts = [
+        f"{what} min runtime {'never' if value < 0 else f'{value:g} s'}"
+        for what, value in (("reclaim", reclaim), ("preempt", preempt))
+        if value
+    ]
+    return f", {', '.join(parts)}" if parts else ""
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (documented in docs/simulation.md)."""
     p = argparse.ArgumentParser(
@@ -138,6 +177,16 @@ def parser() -> argparse.ArgumentParser:
         metavar="H1,H2,...",
         help="GPU-hour thresholds of the policies with service bands (kai-las; default 1,10)",
     )
+    p.add_argument(
+        "--reclaim-min-runtime",
+        metavar="DURATION",
+        help="R7.4: a job may not be reclaimed until it has run this long (30m, 2h, never)",
+    )
+    p.add_argument(
+        "--preempt-min-runtime",
+        metavar="DURATION",
+        help="R7.4: a job may not be preempted by its own team until it has run this long",
+    )
     p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
     p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
     p.add_argument(
@@ -161,6 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.time_scale < float("inf"):  # also rejects nan
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     bands = parse_bands(args.service_bands) if args.service_bands is not None else None
+    reclaim_min = (
+        parse_min_runtime(args.reclaim_min_runtime, "--reclaim-min-runtime")
+        if args.reclaim_min_runtime is not None
+        else None
+    )
+    preempt_min = (
+        parse_min_runtime(args.preempt_min_runtime, "--preempt-min-runtime")
+        if args.preempt_min_runtime is not None
+        else None
+    )
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
     trace = read_trace(
         args.trace,
@@ -181,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
     scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
+    runtime = _runtime_label(reclaim_min, preempt_min)
     setting = (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
+        f"{runtime}"
     )
     print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
     if args.predictor_eval:
@@ -197,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in args.policy or ["kai"]:
         began = time.perf_counter()
-        result = Simulation(trace, cluster, with_bands(get_policy(name), bands), options).run()
+        spec = with_min_runtime(with_bands(get_policy(name), bands), reclaim_min, preempt_min)
+        result = Simulation(trace, cluster, spec, options).run()
         result.setting = setting
         results.append(result)
         if not args.quiet:
