@@ -15,7 +15,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
+from scheduler.minruntime import parse_min_runtime
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
@@ -92,6 +94,28 @@ def envbands(name: str) -> tuple[float, ...]:
             f"{name}={raw!r} must be positive GPU-hours in ascending order, e.g. 1,10"
         ) from None
     return values
+
+
+def envminruntime(name: str) -> float:
+    """The variable as a minimum run time before eviction (R7.4) in seconds: a duration such as
+    "90s", "30m", "2h", "1d" or plain seconds, "0" (no protection, the default when unset or
+    empty) or "never" / "-1" (never evicted that way); at most a year."""
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return 0.0
+    try:
+        seconds = parse_min_runtime(raw)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a duration: use e.g. 90s, 30m, 2h or 1d (or plain "
+            "seconds), 0 for no protection, or never (-1)"
+        ) from None
+    if seconds > MIN_RUNTIME_MAX_S:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is longer than a year ({MIN_RUNTIME_MAX_S} s); use never (-1) to "
+            "protect jobs for ever"
+        )
+    return seconds
 
 
 def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
@@ -275,6 +299,12 @@ ALLOT_BACKFILL = envbool("ALLOT_BACKFILL", False)
 # a project, jobs that have held fewer GPU-hours go first and preempt those that held more. Off
 # by default, as in KAI: it preempts jobs, so it suits clusters whose training jobs checkpoint.
 ALLOT_SERVICE_BANDS = envbands("ALLOT_SERVICE_BANDS")
+# Minimum run time before eviction (R7.4, scheduler/minruntime.py), the cluster defaults of the
+# projects and departments that set none: a job is not taken by reclaim (other projects) or by
+# preemption (its own project's higher-priority jobs) until it has run this long since its last
+# start. 0 (the default, as in KAI): no protection; never (-1): never taken that way.
+ALLOT_RECLAIM_MIN_RUNTIME = envminruntime("ALLOT_RECLAIM_MIN_RUNTIME")
+ALLOT_PREEMPT_MIN_RUNTIME = envminruntime("ALLOT_PREEMPT_MIN_RUNTIME")
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)
 ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and webhooks

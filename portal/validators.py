@@ -1,4 +1,5 @@
-"""Name rules shared by the models and the API (Kubernetes object names, R-free plain checks)."""
+"""Rules shared by the models, the API and the settings: Kubernetes object names (R-free plain
+checks) and the longest minimum run time before eviction."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.core.exceptions import ValidationError
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 NAME_MAX = 40  # project and job names become Kubernetes names with prefixes (runai-<project>)
+MIN_RUNTIME_MAX_S = 365 * 24 * 3600  # the longest R7.4 minimum run time (settings, models, API)
 
 
 def validate_dns_label(value: str) -> None:

@@ -27,11 +27,26 @@ protected and when the first of them can be taken.
 from __future__ import annotations
 
 import math
+import re
 
 from .model import Job, Policy
 from .queues import QueueState
 
 NEVER = -1.0  # KAI: -1 = never evictable this way
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_SECONDS_PER = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_min_runtime(text: str) -> float:
+    """A min-runtime as people write it: "90s", "30m", "2h", "1d", plain seconds, "0" (no
+    protection) or "never" / "-1"; seconds (-1 for never), ValueError otherwise."""
+    value = text.strip().lower()
+    if value in ("never", "-1"):
+        return NEVER
+    match = _DURATION.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration such as 90s, 30m, 2h or 1d, 0 or never")
+    return float(match[1]) * _SECONDS_PER[match[2]]
 
 
 def check_min_runtime(value: float | None, name: str) -> None:

@@ -15,6 +15,7 @@ from portal.cluster.models import Node as NodeRow
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
 from portal.scheduling.health import POLICY_FIELDS, HealthPolicy, resolve
+from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
 from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
@@ -120,32 +121,46 @@ def load_nodes() -> tuple[Node, ...]:
     )
 
 
+def _seconds(value) -> float | None:
+    """A minimum run time column as float seconds (None, "as the level above says", stays)."""
+    return None if value is None else float(value)
+
+
 def load_departments() -> tuple[Department, ...]:
-    """Every department; its id is the creation order of R2.10's tie-breaks."""
+    """Every department with its own minimum run times (R7.4; None: the cluster default); its
+    id is the creation order of R2.10's tie-breaks."""
     rows = DepartmentRow.objects.order_by("id").values_list(
-        "id", "name", "quota", "over_quota_weight", "limit"
+        "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS
     )
     return tuple(
-        Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk)
-        for pk, name, quota, weight, limit in rows
-    )
+        Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk,
+                   reclaim_min_runtime_s=_seconds(reclaim),
+                   preempt_min_runtime_s=_seconds(preempt))
+        for pk, name, quota, weight, limit, reclaim, preempt in rows
+    )  # fmt: skip
 
 
 def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
-    """Every project (of a known department, if any) as the scheduler sees it; its row facts."""
+    """Every project (of a known department, if any) as the scheduler sees it; its row facts.
+
+    A project's own minimum run times (R7.4) go to the scheduler as they are: None inherits,
+    and the scheduler resolves it through the department to the cluster default."""
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
+        *MIN_RUNTIME_FIELDS,
     )  # fmt: skip
-    projects, infos = [], {}
+    projects, infos, count = [], {}, len(POLICY_FIELDS)
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
-        own = dict(zip(POLICY_FIELDS, policies[: len(POLICY_FIELDS)], strict=True))
-        inherited = dict(zip(POLICY_FIELDS, policies[len(POLICY_FIELDS) :], strict=True))
+        own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
+        inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
+        reclaim, preempt = policies[2 * count :]
         if department is not None and department not in departments:
             continue
         projects.append(
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
-                    department, order=pk)
+                    department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
+                    preempt_min_runtime_s=_seconds(preempt))
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos

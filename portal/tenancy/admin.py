@@ -15,4 +15,9 @@ class MembershipAdmin(admin.ModelAdmin):
     list_filter = ["role", "project"]
 
 
-admin.site.register(Department)
+@admin.register(Department)
+class DepartmentAdmin(admin.ModelAdmin):
+    """Departments are edited here only; their minimum run times (R7.4) are listed too."""
+
+    list_display = ["name", "quota", "over_quota_weight", "limit", "reclaim_min_runtime_s",
+                    "preempt_min_runtime_s"]  # fmt: skip

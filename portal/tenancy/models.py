@@ -3,12 +3,70 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from portal.validators import NAME_MAX, validate_dns_label
+from portal.validators import MIN_RUNTIME_MAX_S, NAME_MAX, validate_dns_label
 
 GPU_AMOUNT = {"max_digits": 9, "decimal_places": 2, "validators": [MinValueValidator(0)]}
+
+# Minimum run time before eviction (R7.4, scheduler/minruntime.py): seconds after a job's (last)
+# start during which reclaim (other projects) or preemption (its own project) may not take it.
+# None: as the department says, else the cluster default (ALLOT_RECLAIM_MIN_RUNTIME,
+# ALLOT_PREEMPT_MIN_RUNTIME); 0: no protection; -1: never taken that way.
+MIN_RUNTIME_FIELDS = ("reclaim_min_runtime_s", "preempt_min_runtime_s")
+MIN_RUNTIME_NEVER = -1
+MIN_RUNTIME_VALUES = f"-1 (never) or 0 to {MIN_RUNTIME_MAX_S} seconds"
+MIN_RUNTIME_RANGE = f"must be {MIN_RUNTIME_VALUES}"
+
+
+def min_runtime_field(help_text: str) -> models.IntegerField:
+    """A nullable R7.4 minimum run time in seconds: -1 or 0 to a year (the model's validators,
+    for the Django admin; the API checks the same range)."""
+    return models.IntegerField(
+        null=True,
+        blank=True,
+        help_text=help_text,
+        validators=[
+            MinValueValidator(MIN_RUNTIME_NEVER, message=MIN_RUNTIME_RANGE),
+            MaxValueValidator(MIN_RUNTIME_MAX_S, message=MIN_RUNTIME_RANGE),
+        ],
+    )
+
+
+def min_runtime_constraints(table: str) -> list[models.CheckConstraint]:
+    """The database's side of the R7.4 fields: null, -1 or a non-negative number of seconds."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(**{f"{field}__isnull": True})
+            | models.Q(**{f"{field}__gte": MIN_RUNTIME_NEVER}),
+            name=f"{table}_{field}_valid",
+            violation_error_message=f"{field} {MIN_RUNTIME_RANGE}",
+        )
+        for field in MIN_RUNTIME_FIELDS
+    ]
+
+
+RECLAIM_HELP = (
+    "Minimum run time before reclaim, in seconds: a job is not taken back by other projects "
+    "until it has run this long. Empty = as the department / cluster says; 0 = no protection; "
+    "-1 = never."
+)
+PREEMPT_HELP = (
+    "Minimum run time before preemption, in seconds: a job is not preempted by its own "
+    "project's higher-priority jobs until it has run this long. Empty = as the department / "
+    "cluster says; 0 = no protection; -1 = never."
+)
+DEPARTMENT_RECLAIM_HELP = (
+    "Minimum run time before reclaim, in seconds: a job of this department's projects is not "
+    "taken back by other departments' projects (nor, unless a project sets its own, by its "
+    "sibling projects) until it has run this long. Empty = the cluster default; 0 = no "
+    "protection; -1 = never."
+)
+DEPARTMENT_PREEMPT_HELP = (
+    "Minimum run time before preemption, in seconds, for the projects that do not set their "
+    "own. Empty = the cluster default; 0 = no protection; -1 = never."
+)
 
 
 class Department(models.Model):
@@ -28,10 +86,14 @@ class Department(models.Model):
     timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
     stuck_after_s = models.PositiveIntegerField(null=True, blank=True)  # training without output
     stuck_stop_after_s = models.PositiveIntegerField(null=True, blank=True)  # None: only flag
+    # Minimum run time before eviction (R7.4); None: the cluster default
+    reclaim_min_runtime_s = min_runtime_field(DEPARTMENT_RECLAIM_HELP)
+    preempt_min_runtime_s = min_runtime_field(DEPARTMENT_PREEMPT_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["id"]
+        constraints = min_runtime_constraints("department")
 
     def __str__(self) -> str:
         return self.name
@@ -62,6 +124,9 @@ class Project(models.Model):
     timeout_extension_s = models.PositiveIntegerField(null=True, blank=True)  # None: no extending
     stuck_after_s = models.PositiveIntegerField(null=True, blank=True)  # training without output
     stuck_stop_after_s = models.PositiveIntegerField(null=True, blank=True)  # None: only flag
+    # Minimum run time before eviction (R7.4); None: as its department says, else the cluster's
+    reclaim_min_runtime_s = min_runtime_field(RECLAIM_HELP)
+    preempt_min_runtime_s = min_runtime_field(PREEMPT_HELP)
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -73,6 +138,7 @@ class Project(models.Model):
                 condition=models.Q(limit__isnull=True) | models.Q(limit__gte=models.F("quota")),
                 name="project_limit_gte_quota",
             ),
+            *min_runtime_constraints("project"),
         ]
 
     def __str__(self) -> str:

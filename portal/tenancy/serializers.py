@@ -10,12 +10,31 @@ from rest_framework import serializers
 
 from portal.cluster.models import Node
 from portal.jobs.serializers import dns_label
-from portal.tenancy.models import Membership, Project, Role
-from portal.validators import NAME_MAX
+from portal.tenancy.models import (
+    MIN_RUNTIME_NEVER,
+    MIN_RUNTIME_RANGE,
+    MIN_RUNTIME_VALUES,
+    PREEMPT_HELP,
+    RECLAIM_HELP,
+    Membership,
+    Project,
+    Role,
+)
+from portal.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 
 GPUS = {"max_digits": 9, "decimal_places": 2, "min_value": 0}
 # a policy in seconds; null: as the department says, else off (see portal.scheduling.health)
 SECONDS = {"min_value": 1, "max_value": 365 * 24 * 3600, "allow_null": True, "required": False}
+# a minimum run time before eviction (R7.4): -1 (never) or 0 to a year; null: as the department
+# says, else the cluster default
+MIN_RUNTIME = {
+    "min_value": MIN_RUNTIME_NEVER, "max_value": MIN_RUNTIME_MAX_S, "allow_null": True,
+    "required": False,
+    "error_messages": {
+        "min_value": MIN_RUNTIME_RANGE, "max_value": MIN_RUNTIME_RANGE,
+        "invalid": f"must be a whole number: {MIN_RUNTIME_VALUES}",
+    },
+}  # fmt: skip
 
 
 class ProjectSerializer(serializers.ModelSerializer):
@@ -42,6 +61,8 @@ class ProjectSerializer(serializers.ModelSerializer):
     timeout_extension_s = serializers.IntegerField(**SECONDS)
     stuck_after_s = serializers.IntegerField(**SECONDS)
     stuck_stop_after_s = serializers.IntegerField(**SECONDS)
+    reclaim_min_runtime_s = serializers.IntegerField(help_text=RECLAIM_HELP, **MIN_RUNTIME)
+    preempt_min_runtime_s = serializers.IntegerField(help_text=PREEMPT_HELP, **MIN_RUNTIME)
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -63,6 +84,8 @@ class ProjectSerializer(serializers.ModelSerializer):
             "timeout_extension_s",
             "stuck_after_s",
             "stuck_stop_after_s",
+            "reclaim_min_runtime_s",
+            "preempt_min_runtime_s",
             "allocated_gpus",
             "fair_share",
             "running_jobs",

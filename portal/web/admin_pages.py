@@ -26,14 +26,15 @@ from portal.notify.api import WebhookSerializer
 from portal.notify.models import Delivery, Preference, Webhook
 from portal.scheduling.health import POLICY_FIELDS
 from portal.tenancy import access, services
-from portal.tenancy.models import Membership, Role
-from portal.tenancy.queries import with_usage
+from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Role
+from portal.tenancy.queries import min_runtimes, with_usage
 from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
 from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
 
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
     "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, NUMBER),
+    **dict.fromkeys(MIN_RUNTIME_FIELDS, NUMBER),
 }  # fmt: skip
 
 
@@ -64,6 +65,7 @@ def project_detail(request: HttpRequest, name: str) -> HttpResponse:
         {
             "page": "projects",
             "project": usage,
+            "min_runtimes": min_runtimes(project),
             "members": project.memberships.select_related("user").order_by("user__username"),
             "jobs": project.jobs.select_related("user").order_by("-submitted_at")[:200],
             "roles": Role.choices,
@@ -116,8 +118,8 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
         values = {
             "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
             "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
-            **{field: "" if getattr(project, field) is None else getattr(project, field)
-               for field in POLICY_FIELDS},
+            **{field: "" if getattr(project, field) is None else str(getattr(project, field))
+               for field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # str: 0 is not empty
         }  # fmt: skip
     return render(
         request,

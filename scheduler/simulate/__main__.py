@@ -15,13 +15,13 @@ VC nodes. Without --quotas every team of the trace gets an equal share of the cl
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from ..bands import check_bands
+from ..minruntime import parse_min_runtime
 from ..predict import EvalJob, Predictor, evaluate
 from .engine import Cluster, SimOptions, Simulation
 from .policies import POLICIES, PolicySpec, get_policy
@@ -95,23 +95,15 @@ def with_bands(spec: PolicySpec, bands: tuple[float, ...] | None) -> PolicySpec:
     return replace(spec, policy=replace(spec.policy, service_bands=bands))
 
 
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
-
-
-def parse_min_runtime(text: str, flag: str) -> float:
-    """A min-runtime flag (R7.4): "30m", "2h", "1d", "90" (seconds), "0" (no protection) or
-    "never" / "-1"; SystemExit naming the flag otherwise."""
-    value = text.strip().lower()
-    if value in ("never", "-1"):
-        return -1.0
-    match = _DURATION.fullmatch(value)
-    if match is None:
+def parse_min_runtime_flag(text: str, flag: str) -> float:
+    """A min-runtime flag (R7.4) in seconds, -1 for never; SystemExit naming the flag."""
+    try:
+        return parse_min_runtime(text)
+    except ValueError:
         raise SystemExit(
             f"{flag} takes a duration such as 90s, 30m, 2h or 1d, 0 for none or 'never'; "
             f"got {text!r}"
-        )
-    return float(match[1]) * _UNITS[match[2]]
+        ) from None
 
 
 def with_min_runtime(spec: PolicySpec, reclaim: float | None, preempt: float | None) -> PolicySpec:
@@ -211,12 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     bands = parse_bands(args.service_bands) if args.service_bands is not None else None
     reclaim_min = (
-        parse_min_runtime(args.reclaim_min_runtime, "--reclaim-min-runtime")
+        parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime")
         if args.reclaim_min_runtime is not None
         else None
     )
     preempt_min = (
-        parse_min_runtime(args.preempt_min_runtime, "--preempt-min-runtime")
+        parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime")
         if args.preempt_min_runtime is not None
         else None
     )

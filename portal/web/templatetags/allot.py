@@ -23,3 +23,16 @@ def duration_s(seconds) -> str:
     if minutes:
         return f"{minutes} min"
     return f"{secs} s"
+
+
+@register.filter
+def min_runtime(seconds) -> str:
+    """A minimum run time before eviction (R7.4) in plain words: never (-1), none (0), else
+    `duration_s`."""
+    if seconds is None or seconds == "":
+        return "-"
+    if float(seconds) < 0:
+        return "never"
+    if float(seconds) == 0:
+        return "none"
+    return duration_s(seconds)
