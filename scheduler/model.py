@@ -218,6 +218,10 @@ class Policy:
       attained service; inside a project, a preemptible job that has held fewer GPU-hours is
       served first and may preempt one that has held more (Tiresias's discretised
       least-attained-service). Empty by default (KAI: priority, then age).
+    - `band_preemption`: with service bands, whether a job of a lower band preempts its own
+      project's jobs of the same class in a higher band (L3). Without it bands only order a
+      project's jobs (L2): who starts first, and which job a reclaim or preemption that KAI
+      makes anyway takes first.
     - `reclaim_min_runtime_s`, `preempt_min_runtime_s`: the cluster defaults of R7.4 (KAI's
       ``minruntime`` plugin arguments): seconds after its start during which a job may not be
       taken by reclaim or by preemption, unless its project or department says otherwise; 0
@@ -238,6 +242,7 @@ class Policy:
     staleness_grace_s: float = 60.0
     backfill: bool = False
     service_bands: tuple[float, ...] = ()
+    band_preemption: bool = True
     reclaim_min_runtime_s: float = 0.0
     preempt_min_runtime_s: float = 0.0
 

@@ -56,13 +56,17 @@ def preempt(session: Session) -> None:
 
 
 def _victims(session: Session, job: Job, shielded: Shielded):
-    """R10.2's victims of `job`: strictly lower priority (class, then band, L2), and not within
-    the preempt min runtime (R7.4; those are noted in `shielded`)."""
+    """R10.2's victims of `job`: strictly lower priority (the class, then with L3 the band,
+    L2), and not within the preempt min runtime (R7.4; those are noted in `shielded`)."""
     protection = session.protection
+    by_band = session.policy.band_preemption  # L3
 
     def keep(victim: Job) -> bool:
         """A lower-priority victim past its preempt min runtime."""
-        if victim.rank >= job.rank:
+        if by_band:
+            if victim.rank >= job.rank:
+                return False
+        elif victim.priority_value >= job.priority_value:
             return False
         until = protection.preempt_until(victim) if protection.active else None
         if until is None:

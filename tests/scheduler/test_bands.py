@@ -172,3 +172,47 @@ def test_l3_other_projects_jobs_are_not_preempted_by_bands():
         Job("team-a", "a-new", 4, order=3),
     )
     assert plan_cycle(snapshot(*jobs, teams=teams), BANDS).decisions == ()
+
+
+# ------------------------------------------------------------ L3 off (Policy.band_preemption)
+
+ORDER_ONLY = Policy(service_bands=(1.0, 10.0), band_preemption=False)
+
+
+def test_l3_off_a_new_job_waits_instead_of_preempting_its_teams_long_run():
+    jobs = (
+        running("week", 4, range(4), 12, order=1),
+        running("day", 4, range(4, 8), 3, order=2),
+        Job("team-a", "quick", 4, order=3),
+    )
+    assert plan_cycle(snapshot(*jobs), ORDER_ONLY).decisions == ()
+    assert set(evictions(plan_cycle(snapshot(*jobs), BANDS))) == {"week"}  # with L3
+
+
+def test_l3_off_keeps_the_l2_order_of_pending_jobs():
+    jobs = (
+        running("busy", 7, range(7), 0.5, order=0),
+        Job("team-a", "old", 1, order=1, attained_gpu_s=3 * HOUR),
+        Job("team-a", "new", 1, order=2),
+    )
+    assert starts(plan_cycle(snapshot(*jobs), ORDER_ONLY)) == {"new"}
+
+
+def test_l3_off_a_reclaim_still_takes_the_highest_band_first():
+    jobs = (
+        running("veteran", 4, range(4), 30, project="team-b", order=1),
+        running("fresh", 4, range(4, 8), 0.2, project="team-b", order=2),
+        Job("team-a", "mine", 4, order=3),
+    )
+    assert set(evictions(plan_cycle(snapshot(*jobs), ORDER_ONLY))) == {"veteran"}
+
+
+def test_l3_off_a_higher_priority_class_still_preempts_r10_2():
+    jobs = (
+        running("week", 8, range(8), 12, order=1),
+        Job("team-a", "notebook", 8, order=2, type="interactive"),
+    )
+    plan = plan_cycle(snapshot(*jobs), ORDER_ONLY)
+    assert evictions(plan) == {
+        "week": "preempted: notebook of team-a has higher priority (100 > 50) (R10.2)"
+    }
