@@ -78,11 +78,16 @@ def envlist(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def envbands(name: str) -> tuple[float, ...]:
-    """The variable as ascending positive GPU-hour thresholds, e.g. "1,10" (empty: none)."""
-    raw = os.environ.get(name, "")
+def envbands(name: str, default: str = "") -> tuple[float, ...]:
+    """The variable as ascending positive GPU-hour thresholds, e.g. "1,10"; `default` when the
+    variable is unset; "off", "none" or an empty value: no bands."""
+    raw = os.environ.get(name)
+    if raw is None:
+        raw = default
+    if raw.strip().lower() in ("", "off", "none"):
+        return ()
     try:
-        values = tuple(float(item) for item in envlist(name, ""))
+        values = tuple(float(item) for item in raw.split(",") if item.strip())
     except ValueError:
         raise ImproperlyConfigured(
             f"{name}={raw!r} is not a comma-separated list of numbers"
@@ -295,10 +300,14 @@ ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)
 # Backfill with reservations (Allot's B rules): off by default, as in KAI.
 ALLOT_BACKFILL = envbool("ALLOT_BACKFILL", False)
-# Service bands (Allot's L rules, scheduler/bands.py): GPU-hour thresholds such as "1,10". Inside
-# a project, jobs that have held fewer GPU-hours go first and preempt those that held more. Off
-# by default, as in KAI: it preempts jobs, so it suits clusters whose training jobs checkpoint.
-ALLOT_SERVICE_BANDS = envbands("ALLOT_SERVICE_BANDS")
+# Service bands (Allot's L rules, scheduler/bands.py): GPU-hour thresholds. Inside a project,
+# among jobs of one priority class, a job that has held fewer GPU-hours starts first and a
+# reclaim takes the one that has held more first (L2). On by default at "1,10" (Allot's default,
+# docs/simulation.md §9.9); "off" gives KAI's own order (priority, then age).
+ALLOT_SERVICE_BANDS = envbands("ALLOT_SERVICE_BANDS", "1,10")
+# L3: a job of a lower band also preempts its own project's jobs in a higher band. Off by
+# default: it evicts jobs that never asked for it, so it suits clusters whose jobs checkpoint.
+ALLOT_BAND_PREEMPTION = envbool("ALLOT_BAND_PREEMPTION", False)
 # Minimum run time before eviction (R7.4, scheduler/minruntime.py), the cluster defaults of the
 # projects and departments that set none: a job is not taken by reclaim (other projects) or by
 # preemption (its own project's higher-priority jobs) until it has run this long since its last

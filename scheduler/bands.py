@@ -1,5 +1,6 @@
 """Service bands (`Policy.service_bands`): Allot's rules L1-L3, least attained service first
-inside a project.
+inside a project. L1 and L2 are Allot's default (bands at 1 and 10 GPU-hours); L3 is opt-in
+(`Policy.band_preemption`).
 
 KAI serves a project's jobs by priority, then age (R4.3). When a team's queue holds both week-long
 runs and ten-minute experiments, age alone makes the short ones wait behind the long ones, and
@@ -25,13 +26,21 @@ value first and then the band, lower band meaning higher priority: inside a proj
 classes are served band 0 first, then band 1, …, then by age (R4.3); victims are taken from the
 highest band first (R8.1). Queue order between projects (R4.1) does not look at bands.
 
-**L3 Demotion preempts.** As R10.2 preempts strictly lower priority, a pending job of a lower
-band preempts running jobs of the same project and class in a higher band. So when a team's GPUs
-are all held by long runs, its new job starts at once in place of the one that has run longest
-(newest first among equals, R8.1) instead of waiting for one of them to end. This is what makes
-the policy pay, and what makes it opt-in: it preempts jobs that never asked for it, so it suits
-clusters whose training jobs checkpoint (Run:AI's own expectation of preemptible work); a job
-that restarts from zero loses its run.
+**L2 is the default.** Ordering alone evicts nothing KAI would not evict: it changes only which
+of a team's pending jobs starts first, and which of a team's running jobs a reclaim or
+preemption that KAI makes anyway takes. Together the two halves act as least-attained-service
+driven by the reclaims fair share makes anyway: a reclaim takes the team's most-served job and
+puts it behind the team's fresh work. On the overloaded Philly windows this is what makes
+borrowing pay even when an evicted job restarts from zero (docs/simulation.md §9.9; 50k halved:
+59,127 s of average queueing against KAI's order's 266,646 s and fixed quotas' 209,709 s).
+
+**L3 Demotion preempts (opt-in, `Policy.band_preemption`).** As R10.2 preempts strictly lower
+priority, a pending job of a lower band also preempts running jobs of the same project and class
+in a higher band. So when a team's GPUs are all held by long runs, its new job starts at once in
+place of the one that has run longest (newest first among equals, R8.1) instead of waiting for
+one of them to end. It preempts jobs that never asked for it, so it suits clusters whose
+training jobs checkpoint (Run:AI's own expectation of preemptible work): with checkpoints it
+queues least of all (kai-las), from zero it throws away more work than it saves.
 
 Not done: Tiresias's starvation guard (a job pending longer than a multiple of its last run is
 promoted back to band 0) needs each pending job's waiting time, which the snapshot does not
@@ -79,3 +88,15 @@ def check_bands(thresholds: tuple[float, ...]) -> None:
                 f"service_bands must be positive GPU-hours in ascending order, got {thresholds!r}"
             )
         previous = value
+
+
+def victim_note(victim: Job) -> str:
+    """What a reclaim's or preemption's reason adds when bands chose the victim (L2): nothing
+    for a band-0 job, else what it has held and that a team's most-served jobs go first."""
+    if victim.band == 0:
+        return ""
+    held = victim.attained_gpu_s / 3600.0
+    return (
+        f"; {victim.name} has held {held:.1f} GPU-h (service band {victim.band}), and a team's "
+        "jobs that have held the most GPU-hours are taken first (L2)"
+    )

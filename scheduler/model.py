@@ -24,6 +24,9 @@ NON_PREEMPTIBLE_FROM = 100  # R7.2
 
 JobType = Literal["train", "interactive"]
 
+DEFAULT_BANDS = (1.0, 10.0)
+"""Allot's default service bands (L1), GPU-hours: band 0 below 1, band 1 below 10, then band 2."""
+
 
 def to_milli(gpus: float) -> int:
     """GPUs as an integer count of thousandths of a device (0.6 -> 600)."""
@@ -215,13 +218,14 @@ class Policy:
       the earliest time predicted ends free them, and start later jobs only when they do not
       delay that reservation. Off by default (KAI has no reservations).
     - `service_bands`: Allot's L rules (scheduler/bands.py): ascending thresholds in GPU-hours of
-      attained service; inside a project, a preemptible job that has held fewer GPU-hours is
-      served first and may preempt one that has held more (Tiresias's discretised
-      least-attained-service). Empty by default (KAI: priority, then age).
-    - `band_preemption`: with service bands, whether a job of a lower band preempts its own
-      project's jobs of the same class in a higher band (L3). Without it bands only order a
-      project's jobs (L2): who starts first, and which job a reclaim or preemption that KAI
-      makes anyway takes first.
+      attained service; inside a project, among jobs of one priority class, a preemptible job
+      that has held fewer GPU-hours is served first, and a reclaim or preemption takes the one
+      that has held more first (L2, after Tiresias's discretised least-attained-service).
+      Allot's default is 1 and 10 GPU-hours (`DEFAULT_BANDS`, docs/simulation.md §9.9); ``()``
+      gives KAI's own order (priority, then age).
+    - `band_preemption`: with service bands, whether a job of a lower band also preempts its own
+      project's jobs of the same class in a higher band (L3). Off by default: bands then only
+      order a project's jobs, and nothing is evicted that KAI would not evict.
     - `reclaim_min_runtime_s`, `preempt_min_runtime_s`: the cluster defaults of R7.4 (KAI's
       ``minruntime`` plugin arguments): seconds after its start during which a job may not be
       taken by reclaim or by preemption, unless its project or department says otherwise; 0
@@ -241,8 +245,8 @@ class Policy:
     allow_consolidating_reclaim: bool = True
     staleness_grace_s: float = 60.0
     backfill: bool = False
-    service_bands: tuple[float, ...] = ()
-    band_preemption: bool = True
+    service_bands: tuple[float, ...] = DEFAULT_BANDS
+    band_preemption: bool = False
     reclaim_min_runtime_s: float = 0.0
     preempt_min_runtime_s: float = 0.0
 

@@ -103,12 +103,14 @@ def eta_policy(policy: Policy) -> Policy:
 
 
 def current_policy() -> Policy:
-    """The policy the portal's cycles use (backfill per `ALLOT_BACKFILL`, service bands per
-    `ALLOT_SERVICE_BANDS`, the cluster's minimum run times before reclaim and preemption per
-    `ALLOT_RECLAIM_MIN_RUNTIME` and `ALLOT_PREEMPT_MIN_RUNTIME`, R7.4)."""
+    """The policy the portal's cycles use: backfill per `ALLOT_BACKFILL`; service bands per
+    `ALLOT_SERVICE_BANDS` and `ALLOT_BAND_PREEMPTION`; the cluster's minimum run times before
+    reclaim and preemption per `ALLOT_RECLAIM_MIN_RUNTIME` and `ALLOT_PREEMPT_MIN_RUNTIME`
+    (R7.4)."""
     return Policy(
         backfill=settings.ALLOT_BACKFILL,
         service_bands=settings.ALLOT_SERVICE_BANDS,
+        band_preemption=settings.ALLOT_BAND_PREEMPTION,
         reclaim_min_runtime_s=settings.ALLOT_RECLAIM_MIN_RUNTIME,
         preempt_min_runtime_s=settings.ALLOT_PREEMPT_MIN_RUNTIME,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..bands import victim_note
 from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
@@ -83,7 +84,7 @@ def preempted_reason(job: Job, victim: Job) -> str:
     if job.priority_value > victim.priority_value:
         return (
             f"preempted: {job.name} of {job.project} has higher priority "
-            f"({job.priority_value} > {victim.priority_value}) (R10.2)"
+            f"({job.priority_value} > {victim.priority_value}) (R10.2)" + victim_note(victim)
         )
     held = victim.attained_gpu_s / 3600.0
     return (

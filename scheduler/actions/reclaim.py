@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..bands import victim_note
 from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
@@ -178,7 +179,8 @@ def commit(session: Session, job: Job, outcome: Outcome) -> None:
             "reclaim",
             f"evicted: {job.project} reclaims its {what}; "
             + _over_text(session.queues[victim.project], outcome.before)
-            + " (R9.4)",
+            + " (R9.4)"
+            + victim_note(victim),
             beneficiary=job.key,
         )
     record_moves(session, job, outcome, "reclaim", "R9.7")

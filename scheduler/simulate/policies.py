@@ -13,15 +13,19 @@ order, predicted run times) and which :class:`~scheduler.model.Policy` it passes
   one team can block another's whole-node job.
 - ``fifo-vc`` — the same, but every team also gets its own nodes (a node pool per VC, R5):
   exactly Helios's "each VC simulated separately". Needs whole-node quotas that fit.
-- ``kai`` — ``Policy()`` defaults: quotas as fair-share quotas, over-quota weight = quota
-  (§13), no limits, allocate / consolidation / reclaim / preempt (R1.1).
+- ``kai`` — Allot's default, ``Policy()``: quotas as fair-share quotas, over-quota weight =
+  quota (§13), no limits, allocate / consolidation / reclaim / preempt (R1.1), and service
+  bands at 1 and 10 GPU-hours ordering each team's jobs (Allot's L1, L2, :mod:`scheduler.bands`):
+  a team's job that has held fewer GPU-hours starts first, and a reclaim takes the team's job
+  that has held more first. No own-team preemption by band (L3 off).
+- ``kai-plain`` — KAI's own order inside a team (priority, then age): ``kai`` without service
+  bands, Allot's default before bands.
 - ``kai-backfill`` — ``Policy(backfill=True)`` with every job's ``expected_s`` from the online
-  predictor (:mod:`scheduler.predict`), learning from jobs as they finish. Until the core
-  implements the B rules this behaves like ``kai``.
-- ``kai-las`` — ``kai`` with service bands at 1 and 10 GPU-hours (Allot's L rules,
-  :mod:`scheduler.bands`): inside each team the jobs that have held the fewest GPU-hours are
-  served first and preempt those that have held more (Tiresias's discretised least attained
-  service). Needs no run-time predictions; preempts jobs of the same team.
+  predictor (:mod:`scheduler.predict`), learning from jobs as they finish; ``kai-plain-backfill``
+  the same on ``kai-plain``.
+- ``kai-las`` — ``kai`` with L3 as well: a team's job of a lower band also preempts the team's
+  running jobs in a higher band (Tiresias's least attained service, preemptive). Preempts jobs
+  of the same team.
 - ``sjf-oracle`` — ``kai`` with the true durations known: ``Job.order`` is the job's rank by
   duration (shortest first), so inside every team the shortest pending job is served first
   (R4.3 orders by priority, then `order`). Queue order between teams stays fair share (R4.1).
@@ -31,9 +35,9 @@ order, predicted run times) and which :class:`~scheduler.model.Policy` it passes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..model import Policy
+from ..model import DEFAULT_BANDS, Policy
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,10 @@ class PolicySpec:
     oracle_order: bool = False
 
 
-LAS_BANDS = (1.0, 10.0)  # GPU-hours: Tiresias-style bands (scheduler/bands.py, L1)
+LAS_BANDS = DEFAULT_BANDS  # GPU-hours: Tiresias-style bands (scheduler/bands.py, L1)
 
-_FIFO = Policy(consolidation=False, reclaim=False, preempt=False)
+_FIFO = Policy(consolidation=False, reclaim=False, preempt=False, service_bands=())
+_PLAIN = Policy(service_bands=())  # KAI's own order inside a team
 
 POLICIES: dict[str, PolicySpec] = {
     spec.name: spec
@@ -72,22 +77,33 @@ POLICIES: dict[str, PolicySpec] = {
             strict_fifo=True,
             partition=True,
         ),
-        PolicySpec("kai", "KAI defaults: fair share with borrowing and reclaim", Policy()),
+        PolicySpec(
+            "kai",
+            "Allot's default: KAI's fair share and reclaim, service bands order each team's jobs",
+            Policy(),
+        ),
+        PolicySpec("kai-plain", "KAI's own order inside a team (priority, then age)", _PLAIN),
         PolicySpec(
             "kai-backfill",
-            "KAI + backfill fed by the online run-time predictor",
+            "kai + backfill fed by the online run-time predictor",
             Policy(backfill=True),
             predict=True,
         ),
         PolicySpec(
+            "kai-plain-backfill",
+            "kai-plain + backfill fed by the online run-time predictor",
+            replace(_PLAIN, backfill=True),
+            predict=True,
+        ),
+        PolicySpec(
             "kai-las",
-            "KAI + least attained service inside each team (bands at 1 and 10 GPU-hours)",
-            Policy(service_bands=LAS_BANDS),
+            "kai + band preemption inside each team (L3; bands at 1 and 10 GPU-hours)",
+            Policy(service_bands=LAS_BANDS, band_preemption=True),
         ),
         PolicySpec(
             "sjf-oracle",
             "KAI with true durations: shortest job first inside each team (a bound)",
-            Policy(),
+            _PLAIN,
             oracle_order=True,
         ),
     )

@@ -14,7 +14,8 @@ from scheduler.bands import band_of, check_bands
 from scheduler.session import Session
 
 HOUR = 3600.0
-BANDS = Policy(service_bands=(1.0, 10.0))
+BANDS = Policy(service_bands=(1.0, 10.0), band_preemption=True)  # L1-L3 (kai-las)
+KAI = Policy(service_bands=())  # KAI's own order: priority, then age
 NODE = (Node("n1", 8),)
 TEAMS = (Project("team-a", 8, order=1), Project("team-b", 0, order=2))
 
@@ -56,7 +57,7 @@ def test_l1_interactive_jobs_stay_in_band_0_whatever_they_held():
 
 
 def test_l1_without_bands_every_job_is_band_0_even_if_the_snapshot_says_otherwise():
-    session = Session(snapshot(Job("team-a", "j", 1, band=3, attained_gpu_s=50 * HOUR)), Policy())
+    session = Session(snapshot(Job("team-a", "j", 1, band=3, attained_gpu_s=50 * HOUR)), KAI)
     assert [j.band for j in session.jobs] == [0]
 
 
@@ -88,7 +89,7 @@ def test_l2_inside_a_project_the_lower_band_is_served_before_the_older_job():
         Job("team-a", "new", 1, order=2),
     )
     assert starts(plan_cycle(snapshot(*jobs), BANDS)) == {"new"}
-    assert starts(plan_cycle(snapshot(*jobs), Policy())) == {"old"}  # KAI: older first (R4.3)
+    assert starts(plan_cycle(snapshot(*jobs), KAI)) == {"old"}  # KAI: older first (R4.3)
 
 
 def test_l2_bands_do_not_reorder_priority_classes():
@@ -111,7 +112,7 @@ def test_l2_reclaim_takes_the_highest_band_of_the_over_served_project_first():
         Job("team-a", "mine", 4, order=3),
     )
     assert set(evictions(plan_cycle(snapshot(*jobs), BANDS))) == {"veteran"}
-    assert set(evictions(plan_cycle(snapshot(*jobs), Policy()))) == {"fresh"}
+    assert set(evictions(plan_cycle(snapshot(*jobs), KAI))) == {"fresh"}
 
 
 def test_l2_queue_order_between_projects_ignores_bands():
@@ -121,7 +122,7 @@ def test_l2_queue_order_between_projects_ignores_bands():
         Job("team-b", "b-new", 8, order=2),
     )
     with_bands = plan_cycle(snapshot(*jobs, teams=teams), BANDS)
-    without = plan_cycle(snapshot(*jobs, teams=teams), Policy())
+    without = plan_cycle(snapshot(*jobs, teams=teams), KAI)
     assert starts(with_bands) == starts(without) == {"a-long"}
     assert with_bands.fair_shares == without.fair_shares
 
@@ -142,7 +143,7 @@ def test_l3_a_new_job_preempts_its_teams_job_that_has_held_the_most_gpu_hours():
         "week": "preempted: quick of team-a has held fewer GPU-hours (service band 0 < 2; this "
         "job has held 12.0 GPU-h) (L3, R10.2)"
     }
-    assert plan_cycle(snapshot(*jobs), Policy()).decisions == ()  # KAI: quick waits
+    assert plan_cycle(snapshot(*jobs), KAI).decisions == ()  # KAI: quick waits
 
 
 def test_l3_jobs_of_the_same_band_do_not_preempt_each_other():
@@ -179,6 +180,10 @@ def test_l3_other_projects_jobs_are_not_preempted_by_bands():
 ORDER_ONLY = Policy(service_bands=(1.0, 10.0), band_preemption=False)
 
 
+def test_allots_default_is_bands_at_1_and_10_gpu_hours_without_l3():
+    assert Policy() == ORDER_ONLY
+
+
 def test_l3_off_a_new_job_waits_instead_of_preempting_its_teams_long_run():
     jobs = (
         running("week", 4, range(4), 12, order=1),
@@ -204,7 +209,13 @@ def test_l3_off_a_reclaim_still_takes_the_highest_band_first():
         running("fresh", 4, range(4, 8), 0.2, project="team-b", order=2),
         Job("team-a", "mine", 4, order=3),
     )
-    assert set(evictions(plan_cycle(snapshot(*jobs), ORDER_ONLY))) == {"veteran"}
+    reasons = evictions(plan_cycle(snapshot(*jobs), ORDER_ONLY))
+    assert set(reasons) == {"veteran"}
+    assert reasons["veteran"].endswith(
+        "(R9.4); veteran has held 30.0 GPU-h (service band 2), and a team's jobs that have held "
+        "the most GPU-hours are taken first (L2)"
+    )
+    assert "(L2)" not in evictions(plan_cycle(snapshot(*jobs), KAI))["fresh"]
 
 
 def test_l3_off_a_higher_priority_class_still_preempts_r10_2():
@@ -214,5 +225,7 @@ def test_l3_off_a_higher_priority_class_still_preempts_r10_2():
     )
     plan = plan_cycle(snapshot(*jobs), ORDER_ONLY)
     assert evictions(plan) == {
-        "week": "preempted: notebook of team-a has higher priority (100 > 50) (R10.2)"
+        "week": "preempted: notebook of team-a has higher priority (100 > 50) (R10.2); week has "
+        "held 12.0 GPU-h (service band 2), and a team's jobs that have held the most GPU-hours "
+        "are taken first (L2)"
     }

@@ -1,6 +1,7 @@
-"""Service bands in the portal (ALLOT_SERVICE_BANDS, Allot's L1-L3): the GPU-hours a job has held
-reach the cycle, a new job preempts its team's longest-served run, and what the evicted run held
-is kept on its row for the next bands."""
+"""Service bands in the portal (ALLOT_SERVICE_BANDS, on by default at 1 and 10 GPU-hours, and
+ALLOT_BAND_PREEMPTION for L3): the GPU-hours a job has held reach the cycle, a reclaim takes a
+team's most-served job first (L2), with L3 a new job preempts its team's longest-served run, and
+what the evicted run held is kept on its row for the next bands."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def week_long(cluster, clock):
 
 def test_l3_a_new_job_preempts_the_run_that_has_held_the_most_gpu_hours(week_long, settings):
     settings.ALLOT_SERVICE_BANDS = (1.0, 10.0)
+    settings.ALLOT_BAND_PREEMPTION = True
     week_long.submit("team-a", "quick", 4)
     week_long.cycle()
     week = week_long.job("team-a", "week")
@@ -52,6 +54,7 @@ def test_what_earlier_runs_held_counts_after_a_restart(week_long, settings, cloc
     # `week` was evicted after 16 GPU-hours; it starts again when `quick` ends and is in band 2
     # at once (L1), so a newer band-0 job preempts it again rather than waiting.
     settings.ALLOT_SERVICE_BANDS = (1.0, 10.0)
+    settings.ALLOT_BAND_PREEMPTION = True
     week_long.submit("team-a", "quick", 8)
     week_long.settle()
     week_long.delete("team-a", "quick")
@@ -66,12 +69,58 @@ def test_what_earlier_runs_held_counts_after_a_restart(week_long, settings, cloc
     )
 
 
+def test_by_default_bands_order_but_a_new_job_waits_instead_of_preempting(week_long):
+    """Allot's default (bands at 1 and 10 GPU-hours, no L3): nothing is evicted that KAI
+    would not evict, but the GPU-hours held are counted."""
+    from django.conf import settings
+
+    assert settings.ALLOT_SERVICE_BANDS == (1.0, 10.0)
+    assert settings.ALLOT_BAND_PREEMPTION is False
+    week_long.submit("team-a", "quick", 4)
+    week_long.settle()
+    assert week_long.job("team-a", "week").status == Status.RUNNING
+    assert week_long.job("team-a", "quick").status == Status.PENDING
+
+
+def test_l2_by_default_a_reclaim_takes_the_borrowers_most_served_job(cluster, clock):
+    # team-b (quota 0) borrows the node with `veteran` (2 h on 4 GPUs = 8 GPU-h, band 1) and
+    # then `fresh` (4 GPUs, just started). team-a asks 4 within its quota: KAI's R8.1 would take
+    # the newest (`fresh`); with bands the most-served goes first (L2) and the event says why.
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    cluster.project("team-b", 0)
+    cluster.submit("team-b", "veteran", 4)
+    cluster.settle()
+    clock.advance(2 * 3600)
+    cluster.submit("team-b", "fresh", 4)
+    cluster.settle()
+    assert cluster.job("team-b", "fresh").status == Status.RUNNING
+    cluster.submit("team-a", "mine", 4)
+    cluster.cycle()
+    assert cluster.job("team-b", "veteran").status == Status.PENDING
+    assert cluster.job("team-b", "fresh").status == Status.RUNNING
+    evicted = JobEvent.objects.get(job_name="veteran", kind="evicted")
+    assert "(R9.4); veteran has held 8.0 GPU-h (service band 1)" in evicted.message
+    assert "(L2)" in evicted.message
+
+
 @pytest.mark.parametrize(
-    ("raw", "expected"), [("", ()), ("1,10", (1.0, 10.0)), (" 0.5 , 2 ,24 ", (0.5, 2.0, 24.0))]
+    ("raw", "expected"),
+    [
+        (None, (1.0, 10.0)),
+        ("", ()),
+        ("off", ()),
+        ("None", ()),
+        ("1,10", (1.0, 10.0)),
+        (" 0.5 , 2 ,24 ", (0.5, 2.0, 24.0)),
+    ],
 )
 def test_allot_service_bands_reads_gpu_hour_thresholds(monkeypatch, raw, expected):
-    monkeypatch.setenv("ALLOT_SERVICE_BANDS", raw)
-    assert envbands("ALLOT_SERVICE_BANDS") == expected
+    if raw is None:
+        monkeypatch.delenv("ALLOT_SERVICE_BANDS", raising=False)
+    else:
+        monkeypatch.setenv("ALLOT_SERVICE_BANDS", raw)
+    assert envbands("ALLOT_SERVICE_BANDS", "1,10") == expected
 
 
 @pytest.mark.parametrize(
@@ -94,6 +143,7 @@ def test_the_job_page_shows_the_gpu_hours_held_and_the_band(week_long, settings,
     from django.test import Client
 
     settings.ALLOT_SERVICE_BANDS = (1.0, 10.0)
+    settings.ALLOT_BAND_PREEMPTION = True
     week_long.submit("team-a", "quick", 4)
     week_long.cycle()  # week is preempted after 16 GPU-hours (L3)
     browser = Client()

@@ -287,3 +287,41 @@ def test_kai_las_bands_follow_service_across_cycles_without_a_new_event():
     result = run(trace, cluster, "kai-las", restart="checkpoint")
     assert by_id(result) == {"a": (9000, 4000), "b": (7590, 3590)}
     assert result.summary["evictions"] == 1
+
+
+def test_kai_default_bands_a_reclaim_takes_the_most_served_job_and_fresh_work_goes_first():
+    # One node x 2 GPUs; A and B have quota 1 each. A's `old` (10 h) starts at 0 and `young`
+    # (10 h) at 5000, borrowing B's GPU. At 7200 B's b1 (1 h) reclaims one GPU (R9). A's `fresh`
+    # (1000 s) arrives at 7300 and waits: A is at its fair share of 1 (R9.2).
+    # kai-plain (KAI's R8.1, R4.3): the newest job, `young` (held 2200 s), is evicted; when b1
+    # ends at 10800 A's older pending job, `young`, resumes (33800 s left, ends 44600) and
+    # `fresh` waits for `old` to end at 36000 (runs 36000..37000).
+    # kai (service bands at 1 and 10 GPU-hours, L2): `old` has held 2 GPU-hours (band 1) and
+    # `young` 0.61 (band 0): the reclaim takes `old`; at 10800 `fresh` (band 0) starts before
+    # `old` (band 1), ends 11800, and `old` resumes then (28800 s left with a checkpoint, ends
+    # 40600; from zero its whole 36000 s again, ends 47800, 2 GPU-hours lost).
+    trace = make_trace(
+        [
+            ("old", 0, 36000, 1, "A"),
+            ("young", 5000, 36000, 1, "A"),
+            ("b1", 7200, 3600, 1, "B"),
+            ("fresh", 7300, 1000, 1, "A"),
+        ]
+    )
+    cluster = Cluster(1, 2, {"A": 1.0, "B": 1.0}, {"A": 1, "B": 1})
+    assert by_id(run(trace, cluster, "kai-plain", restart="checkpoint")) == {
+        "old": (36000, 0),
+        "young": (39600, 3600),
+        "b1": (3600, 0),
+        "fresh": (29700, 28700),
+    }
+    assert by_id(run(trace, cluster, "kai", restart="checkpoint")) == {
+        "old": (40600, 4600),
+        "young": (36000, 0),
+        "b1": (3600, 0),
+        "fresh": (4500, 3500),
+    }
+    zero = run(trace, cluster, "kai", restart="zero")
+    assert by_id(zero)["old"] == (47800, 4600)
+    assert zero.summary["lost_gpu_h"] == pytest.approx(2.0)
+    assert zero.summary["avg_queue_s"] == pytest.approx((4600 + 3500) / 4)
