@@ -167,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--service-bands",
         metavar="H1,H2,...",
-        help="GPU-hour thresholds of the policies with service bands (kai, kai-backfill, kai-las; default 1,10)",
+        help="GPU-hour thresholds of the banded policies (kai, kai-backfill, kai-las; 1,10)",
     )
     p.add_argument(
         "--reclaim-min-runtime",
