@@ -16,6 +16,7 @@ from scheduler.session import Session
 HOUR = 3600.0
 BANDS = Policy(service_bands=(1.0, 10.0), band_preemption=True)  # L1-L3 (kai-las)
 KAI = Policy(service_bands=())  # KAI's own order: priority, then age
+ORDER_ONLY = Policy(service_bands=(1.0, 10.0), band_preemption=False)  # L1, L2: Allot's default
 NODE = (Node("n1", 8),)
 TEAMS = (Project("team-a", 8, order=1), Project("team-b", 0, order=2))
 
@@ -80,7 +81,8 @@ def test_l1_thresholds_must_be_positive_and_ascending(bands):
 # ------------------------------------------------------------------------------------ L2
 
 
-def test_l2_inside_a_project_the_lower_band_is_served_before_the_older_job():
+@pytest.mark.parametrize("policy", [BANDS, ORDER_ONLY], ids=["with L3", "without L3"])
+def test_l2_inside_a_project_the_lower_band_is_served_before_the_older_job(policy):
     # 7 of 8 GPUs busy with a job that is about to end nowhere; one GPU free. `old` (order 1)
     # was evicted after 3 GPU-hours (band 1); `new` (order 2) has held nothing (band 0).
     jobs = (
@@ -88,7 +90,7 @@ def test_l2_inside_a_project_the_lower_band_is_served_before_the_older_job():
         Job("team-a", "old", 1, order=1, attained_gpu_s=3 * HOUR),
         Job("team-a", "new", 1, order=2),
     )
-    assert starts(plan_cycle(snapshot(*jobs), BANDS)) == {"new"}
+    assert starts(plan_cycle(snapshot(*jobs), policy)) == {"new"}
     assert starts(plan_cycle(snapshot(*jobs), KAI)) == {"old"}  # KAI: older first (R4.3)
 
 
@@ -102,17 +104,25 @@ def test_l2_bands_do_not_reorder_priority_classes():
     assert starts(plan_cycle(snapshot(*jobs), BANDS)) == {"urgent"}
 
 
-def test_l2_reclaim_takes_the_highest_band_of_the_over_served_project_first():
+@pytest.mark.parametrize("policy", [BANDS, ORDER_ONLY], ids=["with L3", "without L3"])
+def test_l2_reclaim_takes_the_highest_band_of_the_over_served_project_first(policy):
     # team-b borrowed all 8 GPUs with two 4-GPU jobs: `veteran` (older, 30 GPU-hours, band 2)
     # and `fresh` (newer, 0.2 GPU-hours, band 0). team-a asks 4 within its quota: KAI's R8.1
-    # takes the newest (`fresh`); with bands the highest band goes first (L2).
+    # takes the newest (`fresh`); with bands the highest band goes first (L2), with or without
+    # L3, and the reason says why.
     jobs = (
         running("veteran", 4, range(4), 30, project="team-b", order=1),
         running("fresh", 4, range(4, 8), 0.2, project="team-b", order=2),
         Job("team-a", "mine", 4, order=3),
     )
-    assert set(evictions(plan_cycle(snapshot(*jobs), BANDS))) == {"veteran"}
-    assert set(evictions(plan_cycle(snapshot(*jobs), KAI))) == {"fresh"}
+    reasons = evictions(plan_cycle(snapshot(*jobs), policy))
+    assert set(reasons) == {"veteran"}
+    assert reasons["veteran"].endswith(
+        "(R9.4); veteran has held 30.0 GPU-h (service band 2), and a team's jobs that have held "
+        "the most GPU-hours are taken first (L2)"
+    )
+    kai = evictions(plan_cycle(snapshot(*jobs), KAI))
+    assert set(kai) == {"fresh"} and "(L2)" not in kai["fresh"]
 
 
 def test_l2_queue_order_between_projects_ignores_bands():
@@ -177,8 +187,6 @@ def test_l3_other_projects_jobs_are_not_preempted_by_bands():
 
 # ------------------------------------------------------------ L3 off (Policy.band_preemption)
 
-ORDER_ONLY = Policy(service_bands=(1.0, 10.0), band_preemption=False)
-
 
 def test_allots_default_is_bands_at_1_and_10_gpu_hours_without_l3():
     assert Policy() == ORDER_ONLY
@@ -192,30 +200,6 @@ def test_l3_off_a_new_job_waits_instead_of_preempting_its_teams_long_run():
     )
     assert plan_cycle(snapshot(*jobs), ORDER_ONLY).decisions == ()
     assert set(evictions(plan_cycle(snapshot(*jobs), BANDS))) == {"week"}  # with L3
-
-
-def test_l3_off_keeps_the_l2_order_of_pending_jobs():
-    jobs = (
-        running("busy", 7, range(7), 0.5, order=0),
-        Job("team-a", "old", 1, order=1, attained_gpu_s=3 * HOUR),
-        Job("team-a", "new", 1, order=2),
-    )
-    assert starts(plan_cycle(snapshot(*jobs), ORDER_ONLY)) == {"new"}
-
-
-def test_l3_off_a_reclaim_still_takes_the_highest_band_first():
-    jobs = (
-        running("veteran", 4, range(4), 30, project="team-b", order=1),
-        running("fresh", 4, range(4, 8), 0.2, project="team-b", order=2),
-        Job("team-a", "mine", 4, order=3),
-    )
-    reasons = evictions(plan_cycle(snapshot(*jobs), ORDER_ONLY))
-    assert set(reasons) == {"veteran"}
-    assert reasons["veteran"].endswith(
-        "(R9.4); veteran has held 30.0 GPU-h (service band 2), and a team's jobs that have held "
-        "the most GPU-hours are taken first (L2)"
-    )
-    assert "(L2)" not in evictions(plan_cycle(snapshot(*jobs), KAI))["fresh"]
 
 
 def test_l3_off_a_higher_priority_class_still_preempts_r10_2():
