@@ -125,11 +125,15 @@ class Shielded:
         self.projects: set[str] = set()
         self.first: float = math.inf
 
-    def add(self, victim: Job, until: float) -> None:
-        """Note a candidate left out because it is protected until `until`."""
+    def admits(self, victim: Job, until: float | None) -> bool:
+        """True when `victim` is not protected (`until` is None); else note it as left out
+        because it is protected until `until`, and return False."""
+        if until is None:
+            return True
         self.count += 1
         self.projects.add(victim.project)
         self.first = min(self.first, until)
+        return False
 
     def reason(self, now: float, action: str) -> str | None:
         """Why the job still waits, when protection kept candidates out of its search."""

@@ -94,6 +94,12 @@ class Session:
         """The job's project."""
         return self.queues[job.project]
 
+    def explain(self, job: Job, reason: str | None) -> None:
+        """Give a pending job a more telling reason than "no idle GPUs", unless a limit or
+        quota (R3) already explains why it waits (that reason stays)."""
+        if reason and job.key not in self.hard_blocked:
+            self.reasons[job.key] = reason
+
     # ------------------------------------------------------------------ capacity checks (R3)
     def capacity_block(self, job: Job) -> str | None:
         """Why the job cannot be placed right now under its project's and ancestors' limit

@@ -37,9 +37,7 @@ def preempt(session: Session) -> None:
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)
-            reason = shielded.reason(session.now, "preemption")
-            if reason and job.key not in session.hard_blocked:
-                session.reasons[job.key] = reason
+            session.explain(job, shielded.reason(session.now, "preemption"))
             continue
         for victim in outcome.evicted:
             session.record(
@@ -69,11 +67,7 @@ def _victims(session: Session, job: Job, shielded: Shielded):
                 return False
         elif victim.priority_value >= job.priority_value:
             return False
-        until = protection.preempt_until(victim) if protection.active else None
-        if until is None:
-            return True
-        shielded.add(victim, until)
-        return False
+        return not protection.active or shielded.admits(victim, protection.preempt_until(victim))
 
     return keep
 

@@ -21,8 +21,7 @@ def reclaim(session: Session) -> None:
     while (job := queue.pop()) is not None:
         blocked = can_reclaim(session, job)
         if blocked:
-            if job.key not in session.hard_blocked:
-                session.reasons[job.key] = blocked  # more telling than "no idle GPUs"
+            session.explain(job, blocked)
             continue
         if failed.skip(job) or session.capacity_block(job):
             continue
@@ -35,9 +34,7 @@ def reclaim(session: Session) -> None:
         outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
         if outcome is None:
             failed.add(job)
-            reason = shielded.reason(session.now, "reclaim")
-            if reason and job.key not in session.hard_blocked:
-                session.reasons[job.key] = reason
+            session.explain(job, shielded.reason(session.now, "reclaim"))
             continue
         commit(session, job, outcome)
 
@@ -73,11 +70,7 @@ def unprotected(session: Session, job: Job, shielded: Shielded):
         level = levels.get(victim.project)
         if level is None:
             level = levels[victim.project] = levelled(mine, session.queues[victim.project])[1]
-        until = protection.reclaim_until(victim, level)
-        if until is None:
-            return True
-        shielded.add(victim, until)
-        return False
+        return shielded.admits(victim, protection.reclaim_until(victim, level))
 
     return keep
 

@@ -95,8 +95,11 @@ def with_bands(spec: PolicySpec, bands: tuple[float, ...] | None) -> PolicySpec:
     return replace(spec, policy=replace(spec.policy, service_bands=bands))
 
 
-def parse_min_runtime_flag(text: str, flag: str) -> float:
-    """A min-runtime flag (R7.4) in seconds, -1 for never; SystemExit naming the flag."""
+def parse_min_runtime_flag(text: str | None, flag: str) -> float | None:
+    """A min-runtime flag (R7.4) in seconds, -1 for never, None when not given; SystemExit
+    naming the flag."""
+    if text is None:
+        return None
     try:
         return parse_min_runtime(text)
     except ValueError:
@@ -202,16 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.time_scale < float("inf"):  # also rejects nan
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     bands = parse_bands(args.service_bands) if args.service_bands is not None else None
-    reclaim_min = (
-        parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime")
-        if args.reclaim_min_runtime is not None
-        else None
-    )
-    preempt_min = (
-        parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime")
-        if args.preempt_min_runtime is not None
-        else None
-    )
+    reclaim_min = parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime")
+    preempt_min = parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime")
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
     trace = read_trace(
         args.trace,

@@ -26,7 +26,7 @@ order, predicted run times) and which :class:`~scheduler.model.Policy` it passes
 - ``kai-las`` — ``kai`` with L3 as well: a team's job of a lower band also preempts the team's
   running jobs in a higher band (Tiresias's least attained service, preemptive). Preempts jobs
   of the same team.
-- ``sjf-oracle`` — ``kai`` with the true durations known: ``Job.order`` is the job's rank by
+- ``sjf-oracle`` — ``kai-plain`` with the true durations known: ``Job.order`` is the job's rank by
   duration (shortest first), so inside every team the shortest pending job is served first
   (R4.3 orders by priority, then `order`). Queue order between teams stays fair share (R4.1).
   A bound on what better ordering could give, not a product. Note that R8.1's "newest job
@@ -53,8 +53,6 @@ class PolicySpec:
     predict: bool = False
     oracle_order: bool = False
 
-
-LAS_BANDS = DEFAULT_BANDS  # GPU-hours: Tiresias-style bands (scheduler/bands.py, L1)
 
 _FIFO = Policy(consolidation=False, reclaim=False, preempt=False, service_bands=())
 _PLAIN = Policy(service_bands=())  # KAI's own order inside a team
@@ -98,7 +96,7 @@ POLICIES: dict[str, PolicySpec] = {
         PolicySpec(
             "kai-las",
             "kai + band preemption inside each team (L3; bands at 1 and 10 GPU-hours)",
-            Policy(service_bands=LAS_BANDS, band_preemption=True),
+            Policy(service_bands=DEFAULT_BANDS, band_preemption=True),
         ),
         PolicySpec(
             "sjf-oracle",
