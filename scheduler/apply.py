@@ -33,12 +33,16 @@ def apply_plan(snapshot: Snapshot, plan: Plan) -> Snapshot:
 
 def _after(job: Job, decision: Decision, now: float) -> Job:
     if decision.kind == "evict":
-        return replace(job, placement=(), degraded_since=None, started=None, backfilled=False)
+        return replace(
+            job, placement=(), degraded_since=None, started=None, expected_end=None,
+            backfilled=False,
+        )  # fmt: skip
     return replace(
         job,
         placement=decision.placement,
         degraded_since=None,
         started=now,
+        expected_end=None,
         backfilled=decision.action == "backfill",
     )
 

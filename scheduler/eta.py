@@ -2,8 +2,9 @@
 
 :func:`estimate_starts` simulates forward from a snapshot with no new arrivals: settle the
 cluster with the scheduler's own cycles (R1.3), advance the clock to the next predicted end
-among running jobs (`started + expected_s`, B1: an overrun job ends at once, a job with unknown
-`expected_s` or `started` never ends), remove the jobs ending then, settle again, and so on until
+among running jobs (B1: the job's outlook `expected_end` when given, else `started +
+expected_s`; a job past it ends at once, a job with unknown `expected_s` or `started` or an
+infinite outlook never ends), remove the jobs ending then, settle again, and so on until
 every pending job has started or no predicted end is left. A job's estimate is the clock when a
 plan first starts it; jobs that never start in the simulation get None ("unknown"). Pure and
 deterministic: the snapshot's clock is the only time it knows.

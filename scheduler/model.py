@@ -126,6 +126,10 @@ class Job:
     (snapshot clock), `expected_s` its predicted run time in seconds (None: unknown, so it never
     ends as far as a reservation is concerned), and `backfilled` marks a job started ahead of a
     reservation, which may be preempted for the reserved job once it overruns its prediction.
+    `expected_end` is the producer's current outlook of when a running job ends (snapshot clock;
+    `scheduler.predict.Predictor.outlook`, which knows how long it has run), or `math.inf` when
+    it has outlived every job like it: when set, a reservation counts on it instead of
+    `started + expected_s` (B1). `expected_s` stays what B2 and B4 judge an overrun by.
 
     For service bands (Allot's L rules, `Policy.service_bands`, scheduler/bands.py):
     `attained_gpu_s` is the GPU-seconds the job has held over all its runs so far (the snapshot's
@@ -146,6 +150,7 @@ class Job:
     degraded_since: float | None = None
     started: float | None = None
     expected_s: float | None = None
+    expected_end: float | None = None
     backfilled: bool = False
     attained_gpu_s: float = 0.0
     band: int = 0

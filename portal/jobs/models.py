@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -86,6 +89,9 @@ class Job(models.Model):
     # start time the scheduler's own forward simulation expects (`scheduler.eta`); advisory.
     expected_s = models.PositiveIntegerField(null=True, blank=True)
     expected_basis = models.CharField(max_length=32, blank=True, default="")
+    # A running job's predicted end given how long it has run (`Predictor.outlook`), POSIX
+    # seconds; infinity when it has outlived every finished job like it. Backfill's B1 reads it.
+    expected_end = models.FloatField(null=True, blank=True)
     eta = models.DateTimeField(null=True, blank=True)
     backfilled = models.BooleanField(default=False)  # started ahead of a reservation (B2)
     # GPU-seconds held in earlier runs, ended by an eviction or a move (service bands, L1)
@@ -115,6 +121,19 @@ class Job(models.Model):
     def allocated_gpus(self) -> float:
         """GPUs the job holds now: gpus x pods while placed, else 0."""
         return float(self.gpus) * self.pods if self.holds_gpus else 0.0
+
+    @property
+    def predicted_end(self) -> datetime | None:
+        """When the running job is predicted to end given how long it has run (`expected_end`);
+        None when unknown, not running, or it has outlived every finished job like it."""
+        if not self.holds_gpus or self.expected_end is None or math.isinf(self.expected_end):
+            return None
+        return datetime.fromtimestamp(self.expected_end, UTC)
+
+    @property
+    def outlived(self) -> bool:
+        """The running job has run longer than the predictor's finished jobs like it tell."""
+        return self.holds_gpus and self.expected_end is not None and math.isinf(self.expected_end)
 
     @property
     def nodes(self) -> list[str]:

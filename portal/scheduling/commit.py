@@ -88,11 +88,12 @@ def decision_updates(
         if decision.kind == "evict":
             reason = plan.pending_reasons.get(key, decision.reason)
             values = {"status": Status.PENDING, "placement": [], "started_at": None,
-                      "pending_reason": reason, "backfilled": False}  # fmt: skip
-        else:
+                      "pending_reason": reason, "backfilled": False,
+                      "expected_end": None}  # fmt: skip
+        else:  # a new run: the last run's outlook (B1) no longer holds
             values = {"status": Status.CONTAINER_CREATING,
                       "placement": placement_json(decision.placement), "started_at": now,
-                      "pending_reason": "",
+                      "pending_reason": "", "expected_end": None,
                       "backfilled": decision.action == "backfill"}  # B2, for B4  # fmt: skip
         if decision.kind != "start" and row.holding and row.started_at is not None:
             # the run ends here (evicted, or moved and restarted): keep what it held (L1)

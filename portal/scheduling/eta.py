@@ -3,8 +3,12 @@
 Every `ALLOT_ETA_INTERVAL_S` (after a cycle, so from the state the cycle just wrote):
 
 1. a run-time predictor (`scheduler.predict`) learns the run times of the latest succeeded jobs
-   (user, project, image, GPUs), and predicts every pending and running job's run time, capped
-   by the submitter's own estimate (`estimate_s`) where one was given;
+   (user, project, image, GPUs) and counts the running jobs as lasting at least as long as they
+   have run (Kaplan-Meier: in a busy cluster the jobs that finished are mostly the short ones),
+   and predicts every pending and running job's run time, capped by the submitter's own
+   estimate (`estimate_s`) where one was given; each running job also gets its outlook, the
+   end predicted from how long it has run (`expected_end`, which backfill's reservations count
+   on, B1);
 2. the scheduler's own forward simulation (`scheduler.eta.estimate_starts`: the same cycles as
    production, running jobs ending at their predicted ends, no new arrivals) gives each pending
    job the time it would start;
@@ -20,6 +24,7 @@ seconds, not minutes; `make bench-eta` measures it.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from dataclasses import replace
@@ -34,7 +39,7 @@ from portal.jobs.models import Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
 from scheduler.eta import estimate_starts, resolution_for
-from scheduler.predict import Predictor
+from scheduler.predict import Predictor, Running
 
 logger = logging.getLogger(__name__)
 
@@ -67,15 +72,29 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     now = now or timezone.now()
     state = snapshot.load()
     learned = predictor()
-    jobs, predicted = [], {}
+    clock = now.timestamp()
+    ran = {
+        job.key: max(clock - state.rows[job.key].started_at.timestamp(), 0.0)
+        for job in state.jobs
+        if job.running and state.rows[job.key].started_at
+    }
+    learned.running(
+        Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key])
+        for job in state.jobs
+        if job.key in ran
+    )
+    jobs, predicted, ends = [], {}, {}
     for job in state.jobs:
         row = state.rows[job.key]
-        guess = learned.predict(
-            job.user, job.project, job.image, job.gpus * job.pods, row.estimate_s
-        )
+        shape = (job.user, job.project, job.image, job.gpus * job.pods)
+        guess = learned.predict(*shape, row.estimate_s)
         predicted[job.key] = guess
-        started = row.started_at.timestamp() if job.running and row.started_at else None
-        jobs.append(replace(job, expected_s=guess.seconds, started=started))
+        started = clock - ran[job.key] if job.key in ran else None
+        if started is not None:
+            left = learned.outlook(*shape, ran[job.key], row.estimate_s)
+            ends[job.key] = math.inf if left is None else clock + left
+        jobs.append(replace(job, expected_s=guess.seconds, started=started,
+                            expected_end=ends.get(job.key)))  # fmt: skip
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),
                     departments=state.departments, now=now.timestamp())  # fmt: skip
     starts = estimate_starts(view, eta_policy(policy or current_policy()), horizon_s=HORIZON_S,
@@ -88,9 +107,11 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
             pk=row.id,
             expected_s=round(guess.seconds),
             expected_basis=guess.basis[:32],
+            expected_end=ends.get(key),
             eta=datetime.fromtimestamp(start, UTC) if start is not None else None,
         ))  # fmt: skip
-    JobRow.objects.bulk_update(updates, ["expected_s", "expected_basis", "eta"], batch_size=500)
+    JobRow.objects.bulk_update(updates, ["expected_s", "expected_basis", "expected_end", "eta"],
+                               batch_size=500)  # fmt: skip
     return len(updates)
 
 

@@ -179,7 +179,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
-            "expected_s", "backfilled", "estimate_s", "held_gpu_s", named=True,
+            "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -193,6 +193,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
             placement=placement, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
+            expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s,
         )  # fmt: skip
         jobs.append(job)

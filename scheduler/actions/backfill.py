@@ -8,9 +8,11 @@ delay it. The rule book of this feature (cite "(B2)" etc. in reasons, docstrings
 **B1 Reservation.** Allocate walks pending jobs in the usual order (R4.1-R4.4). The first job
 that passes its limit and quota checks (R3) but does not fit now gets a reservation: the earliest
 predicted time its pods fit. Running jobs on its node pools are released in order of predicted end
-— `started + expected_s`; a job started in this cycle ends at `now + expected_s`; a job that has
-overrun its prediction counts as ending *now* (any moment); a job with unknown `expected_s` or
-`started` never ends — and after each release time the job is tried against what is then free.
+— the job's outlook `expected_end` when the snapshot's producer gives one (the predictor's run
+time left for a job that has run that long, `Predictor.outlook`; infinite: never ends), else
+`started + expected_s`; a job started in this cycle ends at `now + expected_s`; a job past its
+predicted end counts as ending *now* (any moment); a job with unknown `expected_s` or `started`
+never ends — and after each release time the job is tried against what is then free.
 The try counts the pods the free devices hold (per node, whole free devices ÷ devices per pod,
 R5.3; per device, ⌊room ÷ fraction⌋, R5.4): exactly what the core's placement (`place_job`)
 achieves, since every pod of a job is the same size and each pod placed lowers that count by
@@ -71,6 +73,7 @@ and pod size for the rest of the cycle.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..model import Job, PodPlacement
@@ -82,9 +85,12 @@ from ..state import FULL, NodeState, pod_milli
 
 
 def predicted_end(job: Job, now: float, started_now: bool = False) -> float | None:
-    """When a running job is predicted to end (B1): `started + expected_s` (`now + expected_s`
-    for a job started in this cycle), never before `now` — an overrun job ends any moment —
-    or None when its run time or start is unknown (it never ends as far as backfill knows)."""
+    """When a running job is predicted to end (B1): its outlook `expected_end` when the snapshot
+    gives one (None if that is infinite), else `started + expected_s` (`now + expected_s` for a
+    job started in this cycle); never before `now` — an overrun job ends any moment — and None
+    when its run time or start is unknown (it never ends as far as backfill knows)."""
+    if job.expected_end is not None and not started_now:
+        return None if math.isinf(job.expected_end) else max(now, job.expected_end)
     if job.expected_s is None:
         return None
     start = now if started_now else job.started

@@ -185,6 +185,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
     p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
     p.add_argument(
+        "--no-censoring",
+        action="store_true",
+        help="predict from finished jobs only, and end running jobs at start + prediction "
+        "(the predictor before Kaplan-Meier; for comparison)",
+    )
+    p.add_argument(
         "--no-depth-bound",
         action="store_true",
         help="show the core every pending job (slower; the bound is exact, see the docs)",
@@ -224,13 +230,14 @@ def main(argv: list[str] | None = None) -> int:
         quantile=args.quantile,
         min_samples=args.min_samples,
         depth_bound=not args.no_depth_bound,
+        censoring=not args.no_censoring,
     )
     fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
     scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
     runtime = _runtime_label(reclaim_min, preempt_min)
     setting = (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
-        f"{runtime}"
+        f"{runtime}{', no censoring' if args.no_censoring else ''}"
     )
     print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
     if args.predictor_eval:

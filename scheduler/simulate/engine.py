@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from ..bands import band_of
 from ..cycle import plan_cycle
 from ..model import Job, JobKey, Project, Snapshot, to_milli
-from ..predict import Predictor
+from ..predict import Predictor, Running
 from ..queues import build_queues, compute_fair_shares
 from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summarize
 from .policies import PolicySpec
@@ -82,6 +82,8 @@ class SimOptions:
     min_samples: int = 3
     depth_bound: bool = True
     backfill_depth: int = 50
+    censoring: bool = True
+    outlook_s: float = 600.0
 
 
 class _Sim:
@@ -137,7 +139,7 @@ class Simulation:
         }
         self.predictor = (
             Predictor(quantile=self.options.quantile, min_samples=self.options.min_samples)
-            if spec.predict
+            if spec.predict and not spec.oracle_runtime
             else None
         )
         last_submit = max((job.submit_s for job in trace.jobs), default=0.0)
@@ -213,6 +215,8 @@ class Simulation:
             trace_job.duration_s,
         )
         if self.predictor is not None:
+            if self.options.censoring:
+                self._outlook(t)
             guess = self.predictor.predict(
                 trace_job.user,
                 trace_job.team,
@@ -222,6 +226,9 @@ class Simulation:
             )
             expected = guess.seconds
             outcome.predicted_s, outcome.basis = guess.seconds, guess.basis
+        elif self.spec.oracle_runtime:  # a bound: every run time known exactly
+            expected = outcome.predicted_s = trace_job.duration_s
+            outcome.basis = "oracle"
         job = Job(
             trace_job.team,
             trace_job.job_id,
@@ -265,6 +272,7 @@ class Simulation:
             job,
             placement=placement,
             started=now,
+            expected_end=None,
             backfilled=backfill,
             expected_s=self._expected(sim),
         )
@@ -306,6 +314,7 @@ class Simulation:
                 self._served(job, sim, now) if self.bands else job,
                 placement=(),
                 started=None,
+                expected_end=None,
                 backfilled=False,
             )
         )
@@ -322,6 +331,7 @@ class Simulation:
             self.running[sim.key],
             placement=placement,
             started=now,
+            expected_end=None,
             backfilled=False,
             expected_s=self._expected(sim),
         )
@@ -507,8 +517,36 @@ class Simulation:
                 allowed.add(key)
         return [d for d in decisions if d.kind != "start" or d.job in allowed]
 
+    def _outlook(self, now: float) -> None:
+        """Tell the predictor which jobs run now and for how long (its Kaplan-Meier censoring),
+        and give each running job its outlook `expected_end` (B1): before a submission is
+        predicted and before a cycle, at most every `outlook_s` virtual seconds, as both cost a
+        pass over the running jobs."""
+        if now < self._next_outlook:
+            return
+        self._next_outlook = now + self.options.outlook_s
+        predictor = self.predictor
+        ran: dict[JobKey, float] = {}
+        for key in self.running:
+            sim = self.sims[key]
+            # Work kept by checkpoints plus this run: what the job is known to need at least.
+            this_run = now - sim.run_start if sim.run_start is not None else 0.0
+            ran[key] = sim.trace.duration_s - sim.remaining + this_run
+        traces = {key: self.sims[key].trace for key in self.running}
+        predictor.running(
+            Running(t.user, t.team, t.image, t.gpus, ran[key]) for key, t in traces.items()
+        )
+        for key, job in self.running.items():
+            t = traces[key]
+            left = predictor.outlook(t.user, t.team, t.image, t.gpus, ran[key], t.estimate_s)
+            end = math.inf if left is None else now + left
+            if end != job.expected_end:
+                self.running[key] = replace(job, expected_end=end)
+
     def _cycle(self, now: float) -> bool:
         """Run one scheduling cycle at `now` and carry its plan out; True when it decided."""
+        if self.predictor is not None and self.options.censoring:
+            self._outlook(now)
         jobs, heads = self._shown_jobs()
         snapshot = Snapshot(nodes=self.nodes, projects=self.projects, jobs=jobs, now=now)
         began = time.perf_counter()
@@ -540,6 +578,7 @@ class Simulation:
         self._wakes: list[tuple[float, int, JobKey, int]] = []
         self._bands: list[tuple[float, int, JobKey, int]] = []
         self._counter = 0
+        self._next_outlook = -math.inf
         jobs = self.trace.jobs
         orders = self._orders()
         cycle_s = self.options.cycle_s

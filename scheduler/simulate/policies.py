@@ -23,6 +23,9 @@ order, predicted run times) and which :class:`~scheduler.model.Policy` it passes
 - ``kai-backfill`` — ``Policy(backfill=True)`` with every job's ``expected_s`` from the online
   predictor (:mod:`scheduler.predict`), learning from jobs as they finish; ``kai-plain-backfill``
   the same on ``kai-plain``.
+- ``kai-backfill-oracle`` — ``kai-backfill`` with each job's true run time as its prediction
+  (`expected_s`, the run left after a checkpoint): what backfill could give with a perfect
+  predictor. A bound, not a product.
 - ``kai-las`` — ``kai`` with L3 as well: a team's job of a lower band also preempts the team's
   running jobs in a higher band (Tiresias's least attained service, preemptive). Preempts jobs
   of the same team.
@@ -52,6 +55,7 @@ class PolicySpec:
     partition: bool = False
     predict: bool = False
     oracle_order: bool = False
+    oracle_runtime: bool = False
 
 
 _FIFO = Policy(consolidation=False, reclaim=False, preempt=False, service_bands=())
@@ -86,6 +90,13 @@ POLICIES: dict[str, PolicySpec] = {
             "kai + backfill fed by the online run-time predictor",
             Policy(backfill=True),
             predict=True,
+        ),
+        PolicySpec(
+            "kai-backfill-oracle",
+            "kai + backfill with every job's true run time as its prediction (a bound)",
+            Policy(backfill=True),
+            predict=True,
+            oracle_runtime=True,
         ),
         PolicySpec(
             "kai-plain-backfill",

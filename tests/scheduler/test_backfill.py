@@ -96,6 +96,39 @@ def test_b1_a_job_with_unknown_run_time_never_frees_its_gpus_so_there_is_no_rese
     assert plan.pending_reasons[("team-a", "big")].endswith("(R6.1)")
 
 
+def outlooks(snapshot: Snapshot, **ends: float) -> Snapshot:
+    """The snapshot with these running jobs' outlooks (`expected_end`) set."""
+    jobs = tuple(replace(j, expected_end=ends[j.name]) if j.name in ends else j
+                 for j in snapshot.jobs)  # fmt: skip
+    return replace(snapshot, jobs=jobs)
+
+
+def test_b1_a_jobs_outlook_replaces_start_plus_prediction():
+    # r300 has run 50 s of a predicted 300; the producer's outlook (it knows how long jobs like
+    # it run once they got this far) says it ends at 420: n2 empties then, not at 300.
+    plan = plan_cycle(outlooks(base(), r300=420), BACKFILL)
+    assert plan.reservations == {("team-a", "big"): 420}
+    # A job past its outlook ends any moment, as an overrun one does (n2 at 50, n1 at 100).
+    plan = plan_cycle(outlooks(base(), r300=40, r200=45), BACKFILL)
+    assert plan.reservations == {("team-a", "big"): 100}
+
+
+def test_b1_a_job_that_outlived_every_job_like_it_never_ends():
+    # An infinite outlook: n2 never empties and n3 runs `forever`, so two empty nodes never
+    # come - no reservation, and the later jobs start as under KAI.
+    snapshot = outlooks(base(), r300=math.inf)
+    assert predicted_end(next(j for j in snapshot.jobs if j.name == "r300"), NOW) is None
+    plan = plan_cycle(snapshot, BACKFILL)
+    assert plan.reservations == {}
+    assert started(plan) == {"short": "allocate", "long4": "allocate", "side": "allocate"}
+
+
+def test_b1_a_job_started_in_this_cycle_ends_by_its_prediction_whatever_an_old_outlook_said():
+    job = running("r", 1, "n1", (0,), 100, expected_end=999)
+    assert predicted_end(job, 50) == 999
+    assert predicted_end(job, 50, started_now=True) == 150
+
+
 def test_b1_a_running_job_without_a_start_time_never_ends_either():
     job = running("r", 1, "n1", (0,), 100, started=None)
     assert predicted_end(job, 50) is None
@@ -406,7 +439,14 @@ def test_apply_plan_clears_the_bookkeeping_of_an_evicted_job_and_a_b4_start_is_n
     after = {j.name: j for j in apply_plan(snapshot, plan_cycle(snapshot, BACKFILL)).jobs}
     assert not after["late"].running and after["late"].started is None
     assert not after["late"].backfilled
+    assert after["late"].expected_end is None
     assert after["big"].started == 260 and not after["big"].backfilled
+
+
+def test_apply_plan_drops_a_started_or_evicted_jobs_outlook_which_was_about_another_run():
+    snapshot = outlooks(overrun_snapshot(backfilled("late", "n2", (6, 7), started=50)), late=900)
+    after = {j.name: j for j in apply_plan(snapshot, plan_cycle(snapshot, BACKFILL)).jobs}
+    assert after["late"].expected_end is None and after["big"].expected_end is None
 
 
 def test_apply_plan_gives_plain_starts_a_start_time_without_backfill():

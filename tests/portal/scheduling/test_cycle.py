@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from portal.jobs.models import JobEvent, Status, UsageSample
+from portal.jobs.models import Job, JobEvent, Status, UsageSample
 from portal.scheduling import snapshot
 from portal.tenancy.models import Project
 
@@ -89,9 +89,13 @@ def test_an_evicted_job_returns_to_pending_with_an_event_citing_the_rule(cluster
         cluster.submit("team-c", f"c-{i}", gpus=1)
     cluster.settle()
     assert cluster.allocated() == {"team-c": 4.0}
+    Job.objects.update(expected_end=1e12)  # the running jobs' outlooks (B1), as eta.refresh writes
     cluster.submit("team-d", "d-1", gpus=2)
     cluster.settle()
     assert cluster.allocated() == {"team-c": 2.0, "team-d": 2.0}
+    # The evicted jobs' outlooks were about runs that ended; the new start has none yet.
+    ends = dict(Job.objects.values_list("name", "expected_end"))
+    assert ends == {"c-0": 1e12, "c-1": 1e12, "c-2": None, "c-3": None, "d-1": None}
     evicted = JobEvent.objects.filter(kind="evicted")
     assert evicted.count() == 2 and all("(R" in e.message for e in evicted)
     names = sorted(e.job_name for e in evicted)

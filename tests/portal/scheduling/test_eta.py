@@ -4,13 +4,14 @@ and `allot get`."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 import pytest
 
 from portal.jobs.models import Job, Status
 from portal.jobs.overview import build_full_overview
-from portal.scheduling import eta
+from portal.scheduling import eta, snapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,6 +49,41 @@ def test_a_pending_jobs_eta_is_when_the_running_jobs_predicted_ends_free_its_gpu
     started = busy.job("team-a", "long-1").started_at
     assert waiting.eta == started + timedelta(seconds=3600)  # the median of 3000/3600/4200 s
     assert busy.job("team-a", "long-1").eta is None  # running jobs have no ETA
+
+
+def test_running_jobs_count_as_long_as_they_have_run_and_carry_their_predicted_end(
+    busy, clock, cluster_admin
+):
+    from django.test import Client
+
+    started = busy.job("team-a", "long-1").started_at
+    eta.refresh(now=clock.now)
+    assert busy.job("team-a", "long-1").expected_end == (started + timedelta(hours=1)).timestamp()
+    # 4,000 s in, both 4-GPU jobs have outlived 3,000 and 3,600 s. Kaplan-Meier with them as
+    # "longer than 4,000 s": 4/5 run past 3,000, 3/5 past 3,600, none past 4,200 - so `next`
+    # is predicted 4,200 s (not the 3,600 s median of what finished), the running jobs end at
+    # 4,200 s (3/5 of them got to 4,000; the first duration by which half of those ended), and
+    # `next` starts then - not "any moment", as a plain start + prediction said.
+    clock.advance(4000)
+    eta.refresh(now=clock.now)
+    end = (started + timedelta(seconds=4200)).timestamp()
+    assert busy.job("team-a", "long-1").expected_end == end
+    assert busy.job("team-a", "next").expected_s == 4200
+    assert busy.job("team-a", "next").eta == started + timedelta(seconds=4200)
+    # What backfill's reservations count on (B1):
+    ends = {j.name: j.expected_end for j in snapshot.load().jobs}
+    assert ends == {"long-1": end, "long-2": end, "next": None}
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/long-1/").content.decode()
+    assert "Predicted end" in page and "from finished jobs like it and how long it has run" in page
+    # Past every finished run: no predictable end, and so no ETA for `next`.
+    clock.advance(1000)
+    eta.refresh(now=clock.now)
+    assert busy.job("team-a", "long-1").expected_end == math.inf
+    assert busy.job("team-a", "next").eta is None
+    page = browser.get("/jobs/team-a/long-1/").content.decode()
+    assert "unknown: it has run longer than the finished jobs like it" in page
 
 
 def test_the_eta_is_unknown_when_nothing_predicts_the_running_jobs_end(cluster, clock):

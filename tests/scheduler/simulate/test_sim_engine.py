@@ -2,6 +2,8 @@
 kai, restart from zero vs checkpoint after a reclaim eviction (R9), gangs (R6.1), SJF order
 (R4.3), the backfill bookkeeping, the depth bound's exactness, and the fairness arithmetic."""
 
+import math
+
 import pytest
 
 import scheduler.simulate.engine as engine
@@ -164,6 +166,45 @@ def test_snapshots_carry_started_expected_and_backfilled_for_the_core(monkeypatc
     # Nothing finished before t10: every prediction is the predictor's default.
     assert {j.expected_s for j in later.jobs} == {3600.0}
     assert {j.basis for j in result.jobs} == {"default"}
+
+
+@pytest.mark.parametrize("censoring", [True, False])
+def test_running_jobs_teach_the_predictor_and_carry_their_outlook(monkeypatch, censoring):
+    # One 8-GPU node: four 1-GPU jobs of 1000 s and three of 5 s start at t0; the short ones
+    # end at t5. When `late` is submitted at t50 the predictor knows three runs of 5 s and
+    # four jobs running for 50 s: Kaplan-Meier keeps 4/7 of the jobs running past 5 s, so the
+    # median is beyond what finished - the longest run seen, 50 s - not 5 s. In the t50
+    # cycle each long job has outlived every finished run: its outlook is infinite (it ends
+    # at no predictable time, B1). Without censoring: 5 s, and no outlook.
+    seen = []
+    real = engine.plan_cycle
+
+    def spy(snapshot, policy):
+        seen.append(snapshot)
+        return real(snapshot, policy)
+
+    monkeypatch.setattr(engine, "plan_cycle", spy)
+    rows = [(f"long{i}", 0, 1000, 1, "t") for i in range(4)]
+    rows += [(f"short{i}", 0, 5, 1, "t") for i in range(3)] + [("late", 50, 5, 1, "t")]
+    result = run(make_trace(rows), Cluster(1, 8, {"t": 8.0}, {"t": 1}), "kai-backfill",
+                 outlook_s=10, censoring=censoring)  # fmt: skip
+    at_50 = next(s for s in seen if s.now == 50)
+    ends = {j.name: j.expected_end for j in at_50.jobs if j.running}
+    predicted = {j.job_id: j.predicted_s for j in result.jobs}
+    if censoring:
+        assert ends == {f"long{i}": math.inf for i in range(4)}
+        assert predicted["late"] == 50
+    else:
+        assert ends == {f"long{i}": None for i in range(4)}
+        assert predicted["late"] == 5
+
+
+def test_backfill_oracle_predicts_every_job_exactly():
+    result = run(HAND, TWO_BY_FOUR, "kai-backfill-oracle")
+    assert {j.job_id: j.predicted_s for j in result.jobs} == {
+        "a1": 100, "a2": 100, "a3": 50, "b1": 60, "b2": 30, "a4": 10,
+    }  # fmt: skip
+    assert {j.basis for j in result.jobs} == {"oracle"}
 
 
 def test_depth_bound_shows_fewer_jobs_and_changes_nothing():

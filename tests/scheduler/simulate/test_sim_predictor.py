@@ -3,7 +3,7 @@ the quantile, the sample window, and evaluate() on a tiny trace with exact numbe
 
 import pytest
 
-from scheduler.predict import EvalJob, Predictor, evaluate, quantile
+from scheduler.predict import EvalJob, Prediction, Predictor, Running, evaluate, quantile
 
 
 def learn_many(predictor, user, project, image, gpus, durations):
@@ -120,3 +120,79 @@ def test_evaluate_offline_learns_only_the_training_part():
     result = evaluate(TRACE, train_fraction=0.5, online=False)
     assert result.mae_s == pytest.approx((50 + 300 + 110) / 3)
     assert result.within_2x == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------- jobs still running (censoring)
+
+
+def running(ran_s, project="p", gpus=1, user="", image=""):
+    return Running(user, project, image, gpus, ran_s)
+
+
+def test_running_jobs_count_as_longer_than_their_run_so_far():
+    # Finished 10, 20, 30, 40; running for 35 and 100 s. Kaplan-Meier: at 10 six at risk (5/6
+    # still run), at 20 five (x 4/5 = 4/6), at 30 four (x 3/4 = 1/2): the median is 30, where
+    # the finished jobs alone say 25.
+    predictor = Predictor()
+    learn_many(predictor, "", "p", "", 1, [10, 20, 30, 40])
+    assert predictor.predict("", "p", "", 1).seconds == 25
+    predictor.running([running(35), running(100)])
+    assert predictor.predict("", "p", "", 1) == Prediction(30, "project+gpus")
+    # A running job leaves the risk set before any duration longer than its run so far (5 s
+    # tells nothing about 10 s): four at risk at 10, S = 3/4, then 1/2 at 20.
+    predictor.running([running(5)])
+    assert predictor.predict("", "p", "", 1).seconds == 20
+    # Running jobs of another group change nothing here.
+    predictor.running([running(1000, project="q")])
+    assert predictor.predict("", "p", "", 1).seconds == 25
+
+
+def test_when_most_jobs_still_run_the_prediction_is_the_longest_run_seen():
+    # One finished (10 s) and three running (50, 60, 70 s): at most a quarter finished, the
+    # median is beyond every finished duration - the longest run seen is a lower bound.
+    predictor = Predictor(min_samples=1)
+    predictor.learn("", "p", "", 1, 10)
+    predictor.running([running(50), running(60), running(70)])
+    assert predictor.predict("", "p", "", 1).seconds == 70
+
+
+def test_running_replaces_the_jobs_running_before_and_learning_updates_the_curve():
+    predictor = Predictor()
+    learn_many(predictor, "", "p", "", 1, [10, 20, 30, 40])
+    predictor.running([running(35), running(100)])
+    assert predictor.predict("", "p", "", 1).seconds == 30
+    predictor.learn("", "p", "", 1, 35)  # the job that ran 35 s finished then
+    predictor.running([running(100)])
+    # 10, 20, 30, 35, 40 and one running 100: S = 5/6, 4/6, 3/6 at 30.
+    assert predictor.predict("", "p", "", 1).seconds == 30
+    predictor.running([])
+    assert predictor.predict("", "p", "", 1).seconds == 30  # plain median of five
+
+
+def test_outlook_is_the_run_left_given_how_long_the_job_has_run():
+    # Finished 10, 20, 30, 40 and nothing running: S = 3/4, 1/2, 1/4, 0. A fresh job: 20 s. A
+    # job 15 s in: S(15) = 3/4, half of it is 3/8, reached at 30 -> 15 s left. A job past every
+    # finished duration has outlived the group: None.
+    predictor = Predictor()
+    learn_many(predictor, "", "p", "", 1, [10, 20, 30, 40])
+    assert predictor.outlook("", "p", "", 1, 0) == 20
+    assert predictor.outlook("", "p", "", 1, 15) == 15
+    assert predictor.outlook("", "p", "", 1, 30) == 10  # S(30) = 1/4, S(40) = 0
+    assert predictor.outlook("", "p", "", 1, 45) is None
+    # Running jobs count: with 35 and 100 s running, S(40) = 1/4, so 15 s in -> 25 s left
+    # (S(15) = 5/6, half is 5/12, first reached at 40), and 45 s in nothing finished beyond.
+    predictor.running([running(35), running(100)])
+    assert predictor.outlook("", "p", "", 1, 15) == 25
+    assert predictor.outlook("", "p", "", 1, 45) is None
+
+
+def test_outlook_with_an_estimate_and_without_history():
+    predictor = Predictor(default_s=3600)
+    assert predictor.outlook("", "p", "", 1, 1000) == 2600  # the default, less the run so far
+    assert predictor.outlook("", "p", "", 1, 5000) == 0  # past the default: any moment
+    learn_many(predictor, "", "p", "", 1, [10, 20, 30, 40])
+    # The user's estimate bounds the run left while the job is within it ...
+    assert predictor.outlook("", "p", "", 1, 15, estimate_s=20) == 5
+    assert predictor.outlook("", "p", "", 1, 45, estimate_s=100) == 55
+    # ... and once past it, history speaks alone.
+    assert predictor.outlook("", "p", "", 1, 15, estimate_s=10) == 15
