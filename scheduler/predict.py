@@ -274,6 +274,21 @@ class Predictor:
             left = bound if left is None else min(left, bound)
         return left
 
+    def expected_end(
+        self,
+        user: str,
+        project: str,
+        image: str,
+        gpus: float,
+        ran_s: float,
+        now: float,
+        estimate_s: float | None = None,
+    ) -> float:
+        """The running job's outlook as `Job.expected_end` (B1): `now` plus the run left
+        (:meth:`outlook`), or infinity when it has outlived its group (no predictable end)."""
+        left = self.outlook(user, project, image, gpus, ran_s, estimate_s)
+        return math.inf if left is None else now + left
+
     def predict(
         self,
         user: str,

@@ -24,7 +24,6 @@ seconds, not minutes; `make bench-eta` measures it.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from dataclasses import replace
@@ -73,11 +72,12 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     state = snapshot.load()
     learned = predictor()
     clock = now.timestamp()
-    ran = {
-        job.key: max(clock - state.rows[job.key].started_at.timestamp(), 0.0)
+    started = {
+        job.key: state.rows[job.key].started_at.timestamp()
         for job in state.jobs
         if job.running and state.rows[job.key].started_at
     }
+    ran = {key: max(clock - at, 0.0) for key, at in started.items()}
     learned.running(
         Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key])
         for job in state.jobs
@@ -89,11 +89,9 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
         shape = (job.user, job.project, job.image, job.gpus * job.pods)
         guess = learned.predict(*shape, row.estimate_s)
         predicted[job.key] = guess
-        started = clock - ran[job.key] if job.key in ran else None
-        if started is not None:
-            left = learned.outlook(*shape, ran[job.key], row.estimate_s)
-            ends[job.key] = math.inf if left is None else clock + left
-        jobs.append(replace(job, expected_s=guess.seconds, started=started,
+        if job.key in ran:
+            ends[job.key] = learned.expected_end(*shape, ran[job.key], clock, row.estimate_s)
+        jobs.append(replace(job, expected_s=guess.seconds, started=started.get(job.key),
                             expected_end=ends.get(job.key)))  # fmt: skip
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),
                     departments=state.departments, now=now.timestamp())  # fmt: skip

@@ -526,20 +526,21 @@ class Simulation:
             return
         self._next_outlook = now + self.options.outlook_s
         predictor = self.predictor
-        ran: dict[JobKey, float] = {}
+        ran: dict[JobKey, Running] = {}
         for key in self.running:
             sim = self.sims[key]
+            t = sim.trace
             # Work kept by checkpoints plus this run: what the job is known to need at least.
             this_run = now - sim.run_start if sim.run_start is not None else 0.0
-            ran[key] = sim.trace.duration_s - sim.remaining + this_run
-        traces = {key: self.sims[key].trace for key in self.running}
-        predictor.running(
-            Running(t.user, t.team, t.image, t.gpus, ran[key]) for key, t in traces.items()
-        )
+            ran[key] = Running(
+                t.user, t.team, t.image, t.gpus, t.duration_s - sim.remaining + this_run
+            )
+        predictor.running(ran.values())
         for key, job in self.running.items():
-            t = traces[key]
-            left = predictor.outlook(t.user, t.team, t.image, t.gpus, ran[key], t.estimate_s)
-            end = math.inf if left is None else now + left
+            r = ran[key]
+            end = predictor.expected_end(
+                r.user, r.project, r.image, r.gpus, r.ran_s, now, self.sims[key].trace.estimate_s
+            )
             if end != job.expected_end:
                 self.running[key] = replace(job, expected_end=end)
 

@@ -1,6 +1,8 @@
 """The run-time predictor (scheduler.predict): group fallbacks, min_samples, the user's estimate,
 the quantile, the sample window, and evaluate() on a tiny trace with exact numbers."""
 
+import math
+
 import pytest
 
 from scheduler.predict import EvalJob, Prediction, Predictor, Running, evaluate, quantile
@@ -179,6 +181,9 @@ def test_outlook_is_the_run_left_given_how_long_the_job_has_run():
     assert predictor.outlook("", "p", "", 1, 15) == 15
     assert predictor.outlook("", "p", "", 1, 30) == 10  # S(30) = 1/4, S(40) = 0
     assert predictor.outlook("", "p", "", 1, 45) is None
+    # As `Job.expected_end` on a clock at 100: the end, or infinity for no predictable end.
+    assert predictor.expected_end("", "p", "", 1, 15, now=100) == 115
+    assert predictor.expected_end("", "p", "", 1, 45, now=100) == math.inf
     # Running jobs count: with 35 and 100 s running, S(40) = 1/4, so 15 s in -> 25 s left
     # (S(15) = 5/6, half is 5/12, first reached at 40), and 45 s in nothing finished beyond.
     predictor.running([running(35), running(100)])
