@@ -3,12 +3,13 @@
 Every `ALLOT_ETA_INTERVAL_S` (after a cycle, so from the state the cycle just wrote):
 
 1. a run-time predictor (`scheduler.predict`) learns the run times of the latest succeeded jobs
-   (user, project, image, GPUs) and counts the running jobs as lasting at least as long as they
-   have run (Kaplan-Meier: in a busy cluster the jobs that finished are mostly the short ones),
-   and predicts every pending and running job's run time, capped by the submitter's own
-   estimate (`estimate_s`) where one was given; each running job also gets its outlook, the
-   end predicted from how long it has run (`expected_end`, which backfill's reservations count
-   on, B1);
+   (burst, user, project, image, GPUs: a burst is the jobs one user submitted together with the
+   same image and GPUs, a sweep, whose first finished job predicts the rest) and counts the
+   running jobs as lasting at least as long as they have run (Kaplan-Meier: in a busy cluster
+   the jobs that finished are mostly the short ones), and predicts every pending and running
+   job's run time, capped by the submitter's own estimate (`estimate_s`) where one was given;
+   each running job also gets its outlook, the end predicted from how long it has run
+   (`expected_end`, which backfill's reservations count on, B1);
 2. the scheduler's own forward simulation (`scheduler.eta.estimate_starts`: the same cycles as
    production, running jobs ending at their predicted ends, no new arrivals) gives each pending
    job the time it would start;
@@ -33,12 +34,12 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobRow
-from portal.jobs.models import Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
 from scheduler.eta import estimate_starts, resolution_for
-from scheduler.predict import Predictor, Running
+from scheduler.predict import Bursts, Predictor, Running
 
 logger = logging.getLogger(__name__)
 
@@ -48,21 +49,42 @@ _lock = threading.Lock()
 _last = float("-inf")
 
 
-def predictor(limit: int = HISTORY) -> Predictor:
-    """A predictor that has learned the `limit` latest succeeded jobs, oldest first."""
+def predictor(limit: int = HISTORY) -> tuple[Predictor, dict[tuple[str, str], str]]:
+    """A predictor that has learned the `limit` latest succeeded jobs, oldest first, and the
+    burst of every one of them and of every pending or running job ((project, name) -> burst)."""
     learned = Predictor()
-    rows = (
+    finished = list(
         JobRow.objects.filter(status=Status.SUCCEEDED, started_at__isnull=False,
                               finished_at__isnull=False)
         .order_by("-finished_at")
-        .values_list("user__username", "project__name", "image", "gpus", "pods", "started_at",
-                     "finished_at")[:limit]
+        .values_list("project__name", "name", "user__username", "image", "gpus", "pods",
+                     "submitted_at", "started_at", "finished_at")[:limit]
     )  # fmt: skip
-    for user, project, image, gpus, pods, started, finished in reversed(list(rows)):
-        seconds = (finished - started).total_seconds()
+    current = (
+        JobRow.objects.filter(status__in=[Status.PENDING, *HOLDING])
+        .values_list("project__name", "name", "user__username", "image", "gpus", "pods",
+                     "submitted_at")
+    )  # fmt: skip
+    bursts = burst_names([row[:7] for row in finished] + list(current))
+    for project, name, user, image, gpus, pods, _, started, finished_at in reversed(finished):
+        seconds = (finished_at - started).total_seconds()
         if seconds > 0:
-            learned.learn(user or "", project, image, float(gpus) * pods, seconds)
-    return learned
+            learned.learn(user or "", project, image, float(gpus) * pods, seconds,
+                          bursts[project, name])  # fmt: skip
+    return learned, bursts
+
+
+def burst_names(rows) -> dict[tuple[str, str], str]:
+    """(project, name) -> burst for rows of (project, name, user, image, gpus, pods,
+    submitted_at), assigned in submission order (`scheduler.predict.Bursts`). Jobs that failed or
+    were cancelled are not read, so a burst they sat in the middle of may split in two."""
+    bursts = Bursts()
+    return {
+        (project, name): bursts.assign(
+            user or "", project, image, float(gpus) * pods, submitted.timestamp(), name
+        )
+        for project, name, user, image, gpus, pods, submitted in sorted(rows, key=lambda r: r[6])
+    }
 
 
 def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
@@ -70,7 +92,7 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     the number of rows written."""
     now = now or timezone.now()
     state = snapshot.load()
-    learned = predictor()
+    learned, bursts = predictor()
     clock = now.timestamp()
     started = {
         job.key: state.rows[job.key].started_at.timestamp()
@@ -78,8 +100,9 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
         if job.running and state.rows[job.key].started_at
     }
     ran = {key: max(clock - at, 0.0) for key, at in started.items()}
+    burst = {job.key: bursts.get(job.key, "") for job in state.jobs}
     learned.running(
-        Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key])
+        Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key], burst[job.key])
         for job in state.jobs
         if job.key in ran
     )
@@ -87,10 +110,11 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     for job in state.jobs:
         row = state.rows[job.key]
         shape = (job.user, job.project, job.image, job.gpus * job.pods)
-        guess = learned.predict(*shape, row.estimate_s)
+        guess = learned.predict(*shape, row.estimate_s, burst[job.key])
         predicted[job.key] = guess
         if job.key in ran:
-            ends[job.key] = learned.expected_end(*shape, ran[job.key], clock, row.estimate_s)
+            ends[job.key] = learned.expected_end(*shape, ran[job.key], clock, row.estimate_s,
+                                                 burst[job.key])  # fmt: skip
         jobs.append(replace(job, expected_s=guess.seconds, started=started.get(job.key),
                             expected_end=ends.get(job.key)))  # fmt: skip
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..bands import check_bands
 from ..minruntime import parse_min_runtime
-from ..predict import EvalJob, Predictor, evaluate
+from ..predict import BURST_GAP_S, EvalJob, Predictor, evaluate
 from .engine import Cluster, SimOptions, Simulation
 from .policies import POLICIES, PolicySpec, get_policy
 from .reference import pooled_fifo
@@ -60,7 +60,8 @@ def predictor_report(trace: Trace, args: argparse.Namespace) -> str:
         EvalJob(j.submit_s, j.duration_s, j.team, j.gpus, j.user, j.image, j.estimate_s)
         for j in trace.jobs
     ]
-    result = evaluate(jobs, 0.5, online=True, predictor=_predictor(args))
+    gap = None if args.no_bursts or args.no_censoring else args.burst_gap
+    result = evaluate(jobs, 0.5, online=True, predictor=_predictor(args), burst_gap_s=gap)
     bases = ", ".join(f"{basis} {count}" for basis, count in result.by_basis.items())
     return (
         f"predictor (quantile {args.quantile:g}, min_samples {args.min_samples}; first half "
@@ -128,6 +129,17 @@ def _runtime_label(reclaim: float | None, preempt: float | None) -> str:
     return f", {', '.join(parts)}" if parts else ""
 
 
+def _predictor_label(args: argparse.Namespace) -> str:
+    """The setting's note on a predictor other than the default (bursts every 60 s)."""
+    if args.no_censoring:
+        return ", no censoring"
+    if args.no_bursts:
+        return ", no bursts"
+    if args.burst_gap != BURST_GAP_S:
+        return f", burst gap {args.burst_gap:g} s"
+    return ""
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line (documented in docs/simulation.md)."""
     p = argparse.ArgumentParser(
@@ -187,8 +199,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-censoring",
         action="store_true",
-        help="predict from finished jobs only, and end running jobs at start + prediction "
-        "(the predictor before Kaplan-Meier; for comparison)",
+        help="predict from finished jobs only, once at submission, and end running jobs at "
+        "start + prediction (the predictor before Kaplan-Meier; for comparison)",
+    )
+    p.add_argument(
+        "--no-bursts",
+        action="store_true",
+        help="no burst groups, and predict each job once at submission (the Kaplan-Meier "
+        "predictor before bursts; for comparison)",
+    )
+    p.add_argument(
+        "--burst-gap",
+        type=float,
+        default=BURST_GAP_S,
+        metavar="SECONDS",
+        help="a job submitted within this long of the one before, with the same user, project, "
+        f"image and GPUs, joins its burst (default {BURST_GAP_S:g})",
     )
     p.add_argument(
         "--no-depth-bound",
@@ -210,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--cycle-s must be positive")
     if not 0 < args.time_scale < float("inf"):  # also rejects nan
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
+    if not 0 <= args.burst_gap < float("inf"):
+        raise SystemExit(f"--burst-gap must be a number of seconds >= 0, not {args.burst_gap:g}")
     bands = parse_bands(args.service_bands) if args.service_bands is not None else None
     reclaim_min = parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime")
     preempt_min = parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime")
@@ -231,13 +259,15 @@ def main(argv: list[str] | None = None) -> int:
         min_samples=args.min_samples,
         depth_bound=not args.no_depth_bound,
         censoring=not args.no_censoring,
+        bursts=not args.no_bursts,
+        burst_gap_s=args.burst_gap,
     )
     fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
     scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
     runtime = _runtime_label(reclaim_min, preempt_min)
     setting = (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
-        f"{runtime}{', no censoring' if args.no_censoring else ''}"
+        f"{runtime}{_predictor_label(args)}"
     )
     print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
     if args.predictor_eval:

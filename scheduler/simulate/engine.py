@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from ..bands import band_of
 from ..cycle import plan_cycle
 from ..model import Job, JobKey, Project, Snapshot, to_milli
-from ..predict import Predictor, Running
+from ..predict import BURST_GAP_S, Bursts, Predictor, Running
 from ..queues import build_queues, compute_fair_shares
 from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summarize
 from .policies import PolicySpec
@@ -84,12 +84,15 @@ class SimOptions:
     backfill_depth: int = 50
     censoring: bool = True
     outlook_s: float = 600.0
+    bursts: bool = True
+    burst_gap_s: float = BURST_GAP_S
 
 
 class _Sim:
     """One job's simulation state."""
 
     __slots__ = (
+        "burst",
         "epoch",
         "key",
         "milli",
@@ -111,6 +114,7 @@ class _Sim:
         self.run_start: float | None = None
         self.pending_since = trace.submit_s
         self.epoch = 0
+        self.burst = ""  # the job's burst, for the predictor
 
 
 class Simulation:
@@ -140,6 +144,12 @@ class Simulation:
         self.predictor = (
             Predictor(quantile=self.options.quantile, min_samples=self.options.min_samples)
             if spec.predict and not spec.oracle_runtime
+            else None
+        )
+        # Bursts and predictions refreshed while jobs wait go with the censoring predictor.
+        self.bursts = (
+            Bursts(self.options.burst_gap_s)
+            if self.predictor is not None and self.options.censoring and self.options.bursts
             else None
         )
         last_submit = max((job.submit_s for job in trace.jobs), default=0.0)
@@ -214,6 +224,12 @@ class Simulation:
             trace_job.submit_s,
             trace_job.duration_s,
         )
+        burst = ""
+        if self.bursts is not None:
+            burst = self.bursts.assign(
+                trace_job.user, trace_job.team, trace_job.image, trace_job.gpus, t,
+                trace_job.job_id,
+            )  # fmt: skip
         if self.predictor is not None:
             if self.options.censoring:
                 self._outlook(t)
@@ -223,6 +239,7 @@ class Simulation:
                 trace_job.image,
                 trace_job.gpus,
                 trace_job.estimate_s,
+                burst,
             )
             expected = guess.seconds
             outcome.predicted_s, outcome.basis = guess.seconds, guess.basis
@@ -240,6 +257,7 @@ class Simulation:
             expected_s=expected,
         )
         sim = _Sim(trace_job, key, job.milli_total, outcome)
+        sim.burst = burst
         self.sims[key] = sim
         self._enqueue(job)
         self.tracker.change(t, pending=+1)
@@ -257,7 +275,7 @@ class Simulation:
             trace_job = sim.trace
             self.predictor.learn(
                 trace_job.user, trace_job.team, trace_job.image, trace_job.gpus,
-                trace_job.duration_s,
+                trace_job.duration_s, sim.burst,
             )  # fmt: skip
 
     def _start(self, sim: _Sim, placement, now: float, backfill: bool) -> Job:
@@ -519,9 +537,10 @@ class Simulation:
 
     def _outlook(self, now: float) -> None:
         """Tell the predictor which jobs run now and for how long (its Kaplan-Meier censoring),
-        and give each running job its outlook `expected_end` (B1): before a submission is
-        predicted and before a cycle, at most every `outlook_s` virtual seconds, as both cost a
-        pass over the running jobs."""
+        and give each running job its outlook `expected_end` (B1); with bursts, predict every
+        pending job again, as the portal's ETA refresh does (a burst's first finished job
+        predicts the rest). Before a submission is predicted and before a cycle, at most every
+        `outlook_s` virtual seconds, as each costs a pass over the running or pending jobs."""
         if now < self._next_outlook:
             return
         self._next_outlook = now + self.options.outlook_s
@@ -533,16 +552,27 @@ class Simulation:
             # Work kept by checkpoints plus this run: what the job is known to need at least.
             this_run = now - sim.run_start if sim.run_start is not None else 0.0
             ran[key] = Running(
-                t.user, t.team, t.image, t.gpus, t.duration_s - sim.remaining + this_run
-            )
+                t.user, t.team, t.image, t.gpus, t.duration_s - sim.remaining + this_run,
+                sim.burst,
+            )  # fmt: skip
         predictor.running(ran.values())
         for key, job in self.running.items():
             r = ran[key]
+            sim = self.sims[key]
             end = predictor.expected_end(
-                r.user, r.project, r.image, r.gpus, r.ran_s, now, self.sims[key].trace.estimate_s
+                r.user, r.project, r.image, r.gpus, r.ran_s, now, sim.trace.estimate_s, r.burst
             )
             if end != job.expected_end:
                 self.running[key] = replace(job, expected_end=end)
+        if self.bursts is None:
+            return
+        for key, job in self.pending.items():
+            sim = self.sims[key]
+            t = sim.trace
+            guess = predictor.predict(t.user, t.team, t.image, t.gpus, t.estimate_s, sim.burst)
+            if guess.seconds != sim.outcome.predicted_s:
+                sim.outcome.predicted_s, sim.outcome.basis = guess.seconds, guess.basis
+                self.pending[key] = replace(job, expected_s=self._expected(sim))
 
     def _cycle(self, now: float) -> bool:
         """Run one scheduling cycle at `now` and carry its plan out; True when it decided."""

@@ -16,12 +16,17 @@ from portal.scheduling import eta, snapshot
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def finished(cluster, project: str, name: str, seconds: float, gpus: float = 4) -> None:
-    """A succeeded job that ran `seconds` (history for the predictor)."""
+def finished(
+    cluster, project: str, name: str, seconds: float, gpus: float = 4, ago: float = 86400
+) -> None:
+    """A succeeded job that ran `seconds` and ended `ago` seconds before now (history for the
+    predictor; a day ago by default, so it is in no burst with jobs submitted now)."""
     job = cluster.submit(project, name, gpus)
-    start = job.submitted_at
-    end = start + timedelta(seconds=seconds)
-    Job.objects.filter(pk=job.pk).update(status=Status.SUCCEEDED, started_at=start, finished_at=end)
+    end = job.submitted_at - timedelta(seconds=ago)
+    start = end - timedelta(seconds=seconds)
+    Job.objects.filter(pk=job.pk).update(
+        status=Status.SUCCEEDED, submitted_at=start, started_at=start, finished_at=end
+    )
 
 
 @pytest.fixture
@@ -49,6 +54,46 @@ def test_a_pending_jobs_eta_is_when_the_running_jobs_predicted_ends_free_its_gpu
     started = busy.job("team-a", "long-1").started_at
     assert waiting.eta == started + timedelta(seconds=3600)  # the median of 3000/3600/4200 s
     assert busy.job("team-a", "long-1").eta is None  # running jobs have no ETA
+
+
+def test_the_first_finished_job_of_a_burst_predicts_the_jobs_submitted_with_it(cluster, clock):
+    """A sweep's jobs (same user, project, image and GPUs, submitted a few seconds apart) run
+    alike: once one of them finished, it predicts the rest, ahead of the team's history."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    for i in range(3):
+        finished(cluster, "team-a", f"old-{i}", 3600)
+    for i in range(3):
+        cluster.submit("team-a", f"sweep-{i}", 4)
+    cluster.submit("team-a", "other", 4, image="other:1")  # another image: not in the burst
+    sweep = Job.objects.get(project__name="team-a", name="sweep-0")
+    Job.objects.filter(pk=sweep.pk).update(
+        status=Status.SUCCEEDED, started_at=sweep.submitted_at,
+        finished_at=sweep.submitted_at + timedelta(seconds=600),
+    )  # fmt: skip
+    eta.refresh(now=clock.now)
+    for name in ("sweep-1", "sweep-2"):
+        job = cluster.job("team-a", name)
+        assert (job.expected_s, job.expected_basis) == (600, "burst")
+    other = cluster.job("team-a", "other")
+    assert (other.expected_s, other.expected_basis) == (3600, "project+gpus")
+
+
+def test_a_job_submitted_after_the_burst_gap_starts_a_burst_of_its_own(cluster, clock):
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    for i in range(3):
+        finished(cluster, "team-a", f"old-{i}", 3600)
+    first = cluster.submit("team-a", "first", 4)
+    later = cluster.submit("team-a", "later", 4)
+    Job.objects.filter(pk=later.pk).update(submitted_at=first.submitted_at + timedelta(seconds=61))
+    Job.objects.filter(pk=first.pk).update(
+        status=Status.SUCCEEDED, started_at=first.submitted_at,
+        finished_at=first.submitted_at + timedelta(seconds=600),
+    )  # fmt: skip
+    eta.refresh(now=clock.now)
+    job = cluster.job("team-a", "later")
+    assert (job.expected_s, job.expected_basis) == (3600, "project+gpus")
 
 
 def test_running_jobs_count_as_long_as_they_have_run_and_carry_their_predicted_end(

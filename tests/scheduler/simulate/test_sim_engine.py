@@ -199,6 +199,25 @@ def test_running_jobs_teach_the_predictor_and_carry_their_outlook(monkeypatch, c
         assert predicted["late"] == 5
 
 
+@pytest.mark.parametrize("bursts", [True, False])
+def test_a_bursts_first_finished_job_predicts_its_waiting_siblings(bursts):
+    # One GPU. Three 10 s jobs at t0 teach the predictor; a sweep of three 300 s jobs comes at
+    # t1000, 1000 s later (its own burst). At submission the sweep is predicted from the team's
+    # history, 10 s. s0 ends at t1300; the refresh before the next cycle predicts s1 and s2
+    # again, from their burst: 300 s (the last prediction before a job starts is the one kept).
+    # Without bursts every job keeps its prediction from submission.
+    rows = [(f"old{i}", 0, 10, 1, "t") for i in range(3)]
+    rows += [(f"s{i}", 1000 + i, 300, 1, "t") for i in range(3)]
+    result = run(make_trace(rows), Cluster(1, 1, {"t": 1.0}, {"t": 1}), "kai-backfill",
+                 outlook_s=10, bursts=bursts)  # fmt: skip
+    predicted = {j.job_id: (j.predicted_s, j.basis) for j in result.jobs}
+    assert predicted["s0"] == (10, "project+gpus")
+    if bursts:
+        assert predicted["s1"] == predicted["s2"] == (300, "burst")
+    else:
+        assert predicted["s1"] == predicted["s2"] == (10, "project+gpus")
+
+
 def test_backfill_oracle_predicts_every_job_exactly():
     result = run(HAND, TWO_BY_FOUR, "kai-backfill-oracle")
     assert {j.job_id: j.predicted_s for j in result.jobs} == {

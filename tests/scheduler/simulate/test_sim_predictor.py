@@ -5,7 +5,15 @@ import math
 
 import pytest
 
-from scheduler.predict import EvalJob, Prediction, Predictor, Running, evaluate, quantile
+from scheduler.predict import (
+    Bursts,
+    EvalJob,
+    Prediction,
+    Predictor,
+    Running,
+    evaluate,
+    quantile,
+)
 
 
 def learn_many(predictor, user, project, image, gpus, durations):
@@ -201,3 +209,47 @@ def test_outlook_with_an_estimate_and_without_history():
     assert predictor.outlook("", "p", "", 1, 45, estimate_s=100) == 55
     # ... and once past it, history speaks alone.
     assert predictor.outlook("", "p", "", 1, 15, estimate_s=10) == 15
+
+
+def test_bursts_chain_jobs_of_one_shape_submitted_within_the_gap():
+    bursts = Bursts(gap_s=60)
+    assert bursts.assign("u", "p", "img", 1, 0, "a") == "a"
+    assert bursts.assign("u", "p", "img", 1, 50, "b") == "a"
+    assert bursts.assign("u", "p", "img", 1, 110, "c") == "a"  # 60 s after b: still chained
+    assert bursts.assign("u", "p", "img", 2, 111, "d") == "d"  # other GPUs: its own burst
+    assert bursts.assign("v", "p", "img", 1, 112, "e") == "e"  # another user
+    assert bursts.assign("u", "p", "other", 1, 113, "f") == "f"  # another image
+    assert bursts.assign("u", "p", "img", 1, 171, "g") == "g"  # 61 s after c: a new burst
+    with pytest.raises(ValueError, match="gap_s"):
+        Bursts(gap_s=-1)
+
+
+def test_one_finished_job_of_a_burst_predicts_the_rest_before_any_other_group():
+    predictor = Predictor(min_samples=3)
+    learn_many(predictor, "u", "p", "img", 1, [1000, 2000, 3000])
+    assert predictor.predict("u", "p", "img", 1, burst="s0").basis == "user+project+image+gpus"
+    predictor.learn("u", "p", "img", 1, 40, burst="s0")
+    assert predictor.predict("u", "p", "img", 1, burst="s0") == Prediction(40, "burst")
+    # The burst's running jobs count as well (Kaplan-Meier): one ended at 40 s and two have
+    # run 500 s, so at most a third ended - the longest run seen, 500 s.
+    predictor.running(
+        [Running("u", "p", "img", 1, 500, "s0"), Running("u", "p", "img", 1, 500, "s0")]
+    )
+    assert predictor.predict("u", "p", "img", 1, burst="s0") == Prediction(500, "burst")
+    assert predictor.outlook("u", "p", "img", 1, 500, burst="s0") is None  # outlived its burst
+    # A burst's name is only unique inside its project.
+    assert predictor.predict("u", "q", "img", 1, burst="s0").basis != "burst"
+
+
+@pytest.mark.parametrize(
+    ("gap", "errors", "bases"),
+    [(60, [3590, 2, 0], {"default": 1, "burst": 2}), (None, [3590, 3588, 3589], {"default": 3})],
+)
+def test_evaluate_predicts_from_a_bursts_jobs_finished_before_submission(gap, errors, bases):
+    # a (t0, 10 s), b (t30, 12 s), c (t60, 11 s): one burst, each 30 s after the one before.
+    # b is predicted from a (ended at t10): 10 s; c from a and b (b ended at t42): the median,
+    # 11 s. Without bursts two finished jobs are too few for any group: the default, 3600 s.
+    jobs = [EvalJob(0, 10, "p", 1), EvalJob(30, 12, "p", 1), EvalJob(60, 11, "p", 1)]
+    result = evaluate(jobs, train_fraction=0, burst_gap_s=gap)
+    assert result.mae_s == pytest.approx(sum(errors) / 3)
+    assert result.by_basis == bases
