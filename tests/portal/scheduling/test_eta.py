@@ -56,7 +56,9 @@ def test_a_pending_jobs_eta_is_when_the_running_jobs_predicted_ends_free_its_gpu
     assert busy.job("team-a", "long-1").eta is None  # running jobs have no ETA
 
 
-def test_the_first_finished_job_of_a_burst_predicts_the_jobs_submitted_with_it(cluster, clock):
+def test_the_first_finished_job_of_a_burst_predicts_the_jobs_submitted_with_it(
+    cluster, clock, cluster_admin
+):
     """A sweep's jobs (same user, project, image and GPUs, submitted a few seconds apart) run
     alike: once one of them finished, it predicts the rest, ahead of the team's history."""
     cluster.node("dgx1-1", 8)
@@ -77,6 +79,12 @@ def test_the_first_finished_job_of_a_burst_predicts_the_jobs_submitted_with_it(c
         assert (job.expected_s, job.expected_basis) == (600, "burst")
     other = cluster.job("team-a", "other")
     assert (other.expected_s, other.expected_basis) == (3600, "project+gpus")
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/sweep-1/").content.decode()
+    assert "10 min <span" in page and "(from the jobs submitted with it that finished)" in page
 
 
 def test_a_job_submitted_after_the_burst_gap_starts_a_burst_of_its_own(cluster, clock):
