@@ -45,8 +45,3 @@ def _after(job: Job, decision: Decision, now: float) -> Job:
         expected_end=None,
         backfilled=decision.action == "backfill",
     )
-
-
-def with_jobs(snapshot: Snapshot, jobs: tuple[Job, ...]) -> Snapshot:
-    """The same cluster with another job list."""
-    return replace(snapshot, jobs=jobs)

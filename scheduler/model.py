@@ -9,7 +9,6 @@ of a device (:func:`to_milli`) so that fractions such as 0.6 + 0.4 add up to a w
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
@@ -20,7 +19,6 @@ JobKey = tuple[str, str]
 MILLI = 1000
 TRAIN_PRIORITY = 50  # R7.1 priority class "train"
 BUILD_PRIORITY = 100  # R7.1 priority class "build" (interactive)
-NON_PREEMPTIBLE_FROM = 100  # R7.2
 
 JobType = Literal["train", "interactive"]
 
@@ -321,8 +319,3 @@ class Plan:
     def empty(self) -> bool:
         """True when the cycle decided nothing (the cluster has settled, R1.3)."""
         return not self.decisions
-
-
-def is_whole(gpus: float) -> bool:
-    """True for a whole number of GPUs (R5.3)."""
-    return gpus >= 1 and math.isclose(gpus, round(gpus))

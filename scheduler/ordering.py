@@ -115,12 +115,6 @@ class JobQueues:
         self._dirty = queue  # keys are recomputed after the caller acted on the job
         return job
 
-    def drop_project(self, project: str, keep: Callable[[Job], bool]) -> None:
-        """Remove the project's queued jobs that `keep` rejects (used for R9.6 skips)."""
-        pending = self.jobs.get(project)
-        if pending:
-            self.jobs[project] = deque(j for j in pending if keep(j))
-
 
 class VictimQueue:
     """Running candidate victims in R8.1 order: between queues the one that would be served
