@@ -35,13 +35,13 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 replay: $(STAMP)
-	$(PY) -m scheduler.replay ../shared/scenarios/tr4858.json
+	$(PY) -m scheduler_tools.replay ../shared/scenarios/tr4858.json
 
 bench: $(STAMP)
-	$(PY) -m scheduler.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
-	$(PY) -m scheduler.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
-	$(PY) -m scheduler.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
-	$(PY) -m scheduler.bench --sweep
+	$(PY) -m scheduler_tools.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
+	$(PY) -m scheduler_tools.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
+	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
+	$(PY) -m scheduler_tools.bench --sweep
 
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run).
 bench-portal: $(STAMP)

@@ -1,4 +1,5 @@
-"""Replay a scenario file through a running portal's REST API; print `scheduler.replay`'s tables.
+"""Replay a scenario file through a running portal's REST API; print the tables of
+`scheduler_tools.replay`.
 
     python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
@@ -7,7 +8,7 @@ The scenario's nodes and projects are created (or, when they exist, updated to t
 values); each job is submitted with `POST /api/v1/jobs/` and each deletion sent with `DELETE`,
 every one followed by `POST /api/v1/scheduler/cycles/` (settle), as FORMAT.md prescribes. After
 each `expect` step the portal's jobs and fair shares are read back and printed and checked by the
-same code as `python -m scheduler.replay`, so the two outputs can be compared line by line.
+same code as `python -m scheduler_tools.replay`, so the two outputs can be compared line by line.
 
 Exit 0 when every expectation holds, 1 when one fails, 2 when the file is not a scenario this
 portal can replay or the portal cannot be reached (one line, no traceback).
@@ -26,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler import Job, Plan, PodPlacement, Policy, Snapshot
-from scheduler.scenario import (
+from scheduler_tools.scenario import (
     ReplayResult,
     Scenario,
     ScenarioError,

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 from rest_framework.authtoken.models import Token
 
-from scheduler.scenario import load_scenario
+from scheduler_tools.scenario import load_scenario
 from tests.browser.conftest import sign_in
 from tests.paths import ROOT, tr4858
 

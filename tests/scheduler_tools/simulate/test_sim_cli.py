@@ -1,4 +1,4 @@
-"""`python -m scheduler.simulate` end to end: tables on stdout, CSV files and a self-contained
+"""`python -m scheduler_tools.simulate` end to end: tables on stdout, CSV files and a self-contained
 report.html (plotly.js inlined, no CDN), quotas scaled by --vc-scale, --predictor-eval."""
 
 import csv
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.simulate.__main__ import main
+from scheduler_tools.simulate.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[3]
 JOBS_GZ = ("--jobs-csv", "gz")
@@ -98,7 +98,14 @@ def test_python_dash_m_runs_the_simulator_with_a_progress_bar(files):
     trace, quotas = files
     result = subprocess.run(
         [
-            *(sys.executable, "-m", "scheduler.simulate", str(trace), "--quotas", str(quotas)),
+            *(
+                sys.executable,
+                "-m",
+                "scheduler_tools.simulate",
+                str(trace),
+                "--quotas",
+                str(quotas),
+            ),
             *("--gpus-per-node", "2", "--policy", "kai-backfill", "--policy", "sjf-oracle"),
         ],
         cwd=ROOT,

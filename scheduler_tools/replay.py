@@ -1,4 +1,4 @@
-"""`python -m scheduler.replay FILE [-v]`: replay a scenario file and check its expectations.
+"""`python -m scheduler_tools.replay FILE [-v]`: replay a scenario file and check its expectations.
 
 Exit 0 when every expectation holds, 1 when one fails, 2 when the file is not a valid scenario.
 """
@@ -22,7 +22,7 @@ __all__ = ["ReplayResult", "main", "replay_file"]
 
 def main(argv: list[str] | None = None) -> int:
     """Replay each file; print the tables after every `expect` step and one line per failure."""
-    parser = argparse.ArgumentParser(prog="python -m scheduler.replay", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m scheduler_tools.replay", description=__doc__)
     parser.add_argument("files", nargs="+", metavar="FILE")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
     args = parser.parse_args(argv)

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import Node
+from scheduler.model import Node
 
 DEFAULT_TEAM = "all"
 

@@ -3,7 +3,7 @@ teams missing from the trace, quotas scaled by --vc-scale."""
 
 import pytest
 
-from scheduler.simulate.trace import (
+from scheduler_tools.simulate.trace import (
     DEFAULT_TEAM,
     build_nodes,
     parse_nodes,

@@ -1,4 +1,4 @@
-"""`python -m scheduler.bench` runs every shape and ends --json output with the figures."""
+"""`python -m scheduler_tools.bench` runs every shape and ends --json output with the figures."""
 
 import json
 import subprocess
@@ -19,7 +19,7 @@ def test_it_reports_started_evicted_and_times_as_json(scenario, started, evicted
         [
             sys.executable,
             "-m",
-            "scheduler.bench",
+            "scheduler_tools.bench",
             "--scenario",
             scenario,
             "--nodes",

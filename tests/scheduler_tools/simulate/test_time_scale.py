@@ -5,8 +5,8 @@ import csv
 
 import pytest
 
-from scheduler.simulate.__main__ import main
-from scheduler.simulate.trace import read_trace
+from scheduler_tools.simulate.__main__ import main
+from scheduler_tools.simulate.trace import read_trace
 
 TRACE = """job_id,submit_time_s,duration_s,gpus,pods,team,user,status
 late,400,30,1,,,,

@@ -1,4 +1,4 @@
-"""`python -m scheduler.bench`: time the scheduling core on KAI's scale-test shapes.
+"""`python -m scheduler_tools.bench`: time the scheduling core on KAI's scale-test shapes.
 
 Scenarios (SCHEDULING.md §14):
 - ``fill``: every job pending on an empty cluster; one cycle must start them all.
@@ -17,9 +17,9 @@ import json
 import sys
 import time
 
-from .apply import apply_plan
-from .cycle import plan_cycle
-from .model import Job, Node, PodPlacement, Policy, Project, Snapshot
+from scheduler.apply import apply_plan
+from scheduler.cycle import plan_cycle
+from scheduler.model import Job, Node, PodPlacement, Policy, Project, Snapshot
 
 
 def _cluster(nodes: int, gpus: int, projects: int) -> tuple[tuple[Node, ...], tuple[Project, ...]]:
@@ -134,7 +134,7 @@ def sweep(gpus: int, projects: int) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
     parser = argparse.ArgumentParser(
-        prog="python -m scheduler.bench",
+        prog="python -m scheduler_tools.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -3,7 +3,7 @@ never invents a peak."""
 
 import pytest
 
-from scheduler.simulate.report import resample
+from scheduler_tools.simulate.report import resample
 
 
 def test_resample_gives_time_weighted_bucket_means():

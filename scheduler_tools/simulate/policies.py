@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..model import DEFAULT_BANDS, Policy
+from scheduler.model import DEFAULT_BANDS, Policy
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Printing and writing a simulation's results: text tables, CSV files, a self-contained HTML.
 
-This is the only module under ``scheduler/`` allowed to import plotly (see pyproject's
-import-linter contract), and it does so lazily, inside :func:`write_html`, so the core and the
-simulator run without it. The HTML inlines plotly.js from the installed package: no CDN, it
-opens offline.
+The one module of the simulator that imports plotly (the tools may, the core may not: see
+pyproject's import-linter contracts), and it does so lazily, inside :func:`write_html`, so the
+simulator runs without it (``--no-html``). The HTML inlines plotly.js from the installed
+package: no CDN, it opens offline.
 """
 
 from __future__ import annotations

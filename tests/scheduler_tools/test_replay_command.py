@@ -1,4 +1,4 @@
-"""`python -m scheduler.replay`: exit codes, tables and failure lines (issue: Step 1)."""
+"""`python -m scheduler_tools.replay`: exit codes, tables and failure lines (issue: Step 1)."""
 
 import json
 import subprocess
@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from scheduler_tools.replay import main, replay_file
 from tests.paths import tr4858
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,7 +16,7 @@ TR4858 = tr4858()
 
 def run(*args):
     return subprocess.run(
-        [sys.executable, "-m", "scheduler.replay", *map(str, args)],
+        [sys.executable, "-m", "scheduler_tools.replay", *map(str, args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -79,3 +80,23 @@ def test_it_exits_2_on_a_missing_file(tmp_path):
     result = run(tmp_path / "absent.json")
     assert result.returncode == 2
     assert "cannot read" in result.stderr
+
+
+def test_a_wrong_expectation_fails_and_names_the_mismatch(tmp_path):
+    scenario = {
+        "name": "wrong_expectation",
+        "source": "test of the replay itself",
+        "nodes": [{"name": "n1", "gpus": 2}],
+        "projects": [{"name": "team-a", "quota": 2}],
+        "steps": [
+            {"submit": [{"name": "a-1", "project": "team-a", "gpus": 1, "type": "train"}]},
+            {"expect": {"allocated": {"team-a": 2}, "pending": ["team-a/a-1"]}},
+        ],
+    }
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(scenario))
+    failures = replay_file(path).failures
+    assert len(failures) == 2
+    assert "allocated team-a = 1" in failures[0] and "want 2" in failures[0]
+    assert "team-a/a-1" in failures[1] and "Pending" in failures[1]
+    assert main([str(path)]) == 1

@@ -1,7 +1,7 @@
-"""The pooled fluid reference (scheduler/simulate/reference.py), checked by hand."""
+"""The pooled fluid reference (scheduler_tools/simulate/reference.py), checked by hand."""
 
-from scheduler.simulate.reference import pooled_fifo
-from scheduler.simulate.trace import read_trace
+from scheduler_tools.simulate.reference import pooled_fifo
+from scheduler_tools.simulate.trace import read_trace
 
 TRACE = """job_id,submit_time_s,duration_s,gpus,pods,team,user,status
 a,0,100,4,,t1,,
@@ -25,7 +25,7 @@ def test_greedy_fifo_on_one_pool_of_four_gpus(tmp_path):
 
 
 def test_the_command_line_prints_the_reference(tmp_path, capsys):
-    from scheduler.simulate.__main__ import main
+    from scheduler_tools.simulate.__main__ import main
 
     path = tmp_path / "trace.csv"
     path.write_text(TRACE)

@@ -39,11 +39,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..bands import band_of
-from ..cycle import plan_cycle
-from ..model import Job, JobKey, Project, Snapshot, to_milli
-from ..predict import BURST_GAP_S, Bursts, Predictor, Running
-from ..queues import build_queues, compute_fair_shares
+from scheduler.bands import band_of
+from scheduler.cycle import plan_cycle
+from scheduler.model import Job, JobKey, Project, Snapshot, to_milli
+from scheduler.predict import BURST_GAP_S, Bursts, Predictor, Running
+from scheduler.queues import build_queues, compute_fair_shares
+
 from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summarize
 from .policies import PolicySpec
 from .trace import Trace, TraceJob, build_nodes

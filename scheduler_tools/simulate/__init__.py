@@ -1,4 +1,4 @@
-"""Trace-driven simulation of the scheduling core: `python -m scheduler.simulate TRACE.csv`.
+"""Trace-driven simulation of the scheduling core: `python -m scheduler_tools.simulate TRACE.csv`.
 
 Replays a job trace (Philly, Alibaba openb, or any CSV with the same columns) in virtual time
 through :func:`scheduler.plan_cycle` under one or more registered policies and reports queueing,

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..predict import quantile
+from scheduler.predict import quantile
 
 MILLI = 1000
 

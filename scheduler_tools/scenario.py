@@ -21,8 +21,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cycle import plan_cycle, settle
-from .model import Department, Job, Node, Plan, Policy, Project, Snapshot
+from scheduler.cycle import plan_cycle, settle
+from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot
 
 TOLERANCE = 0.001
 JOB_FIELDS = {"name", "project", "gpus", "type", "pods", "priority", "user", "image", "expected_s"}

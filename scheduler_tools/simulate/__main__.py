@@ -1,12 +1,12 @@
-"""`python -m scheduler.simulate TRACE.csv [options]`: replay a job trace under policies.
+"""`python -m scheduler_tools.simulate TRACE.csv [options]`: replay a job trace under policies.
 
 Examples:
-  python -m scheduler.simulate philly_50k.csv --quotas philly_vc_quota.csv --policy kai
-  python -m scheduler.simulate philly_busy_2k.csv --quotas philly_vc_quota.csv --vc-scale 0.5 \\
-      --policy fifo-strict --policy kai --out out/2k-half
-  python -m scheduler.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --policy kai \\
+  python -m scheduler_tools.simulate philly_50k.csv --quotas philly_vc_quota.csv --policy kai
+  python -m scheduler_tools.simulate philly_busy_2k.csv --quotas philly_vc_quota.csv \\
+      --vc-scale 0.5 --policy fifo-strict --policy kai --out out/2k-half
+  python -m scheduler_tools.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --policy kai \\
       --round-up-fractions
-  python -m scheduler.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --time-scale 0.25
+  python -m scheduler_tools.simulate alibaba_openb_gpu_pods.csv --nodes 8x8 --time-scale 0.25
 
 The cluster is --nodes COUNTxGPUS; with --quotas and no --nodes it is the sum of the (scaled)
 VC nodes. Without --quotas every team of the trace gets an equal share of the cluster as quota.
@@ -20,9 +20,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..bands import check_bands
-from ..minruntime import parse_min_runtime
-from ..predict import BURST_GAP_S, EvalJob, Predictor, evaluate
+from scheduler.bands import check_bands
+from scheduler.minruntime import parse_min_runtime
+from scheduler.predict import BURST_GAP_S, EvalJob, Predictor, evaluate
+
 from .engine import Cluster, SimOptions, Simulation
 from .policies import POLICIES, PolicySpec, get_policy
 from .reference import pooled_fifo
@@ -143,7 +144,7 @@ def _predictor_label(args: argparse.Namespace) -> str:
 def parser() -> argparse.ArgumentParser:
     """The command line (documented in docs/simulation.md)."""
     p = argparse.ArgumentParser(
-        prog="python -m scheduler.simulate",
+        prog="python -m scheduler_tools.simulate",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-import scheduler.simulate.engine as engine
+import scheduler_tools.simulate.engine as engine
 from scheduler.model import Plan
-from scheduler.simulate import Cluster, SimOptions, Simulation, get_policy
-from scheduler.simulate.metrics import TeamTracker
-from scheduler.simulate.trace import Trace, TraceJob, read_trace
+from scheduler_tools.simulate import Cluster, SimOptions, Simulation, get_policy
+from scheduler_tools.simulate.metrics import TeamTracker
+from scheduler_tools.simulate.trace import Trace, TraceJob, read_trace
 
 
 def make_trace(rows):
