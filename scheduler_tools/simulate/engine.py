@@ -606,106 +606,164 @@ class Simulation:
     def run(self) -> RunResult:
         """Replay the whole trace; returns when every job finished or nothing can change."""
         wall = time.perf_counter()
+        self._begin_run()
+        busy = False  # the last plan decided something
+        while True:
+            busy = self._step(busy)
+            if busy and self._idle_busy >= MAX_IDLE_BUSY:
+                self._give_up()
+                break
+            self._show_progress(wall)
+            if not self._advance(busy):
+                break
+        if self.options.progress:
+            self._progress(time.perf_counter() - wall)
+            self._write_progress("\n")
+        return self._result(wall)
+
+    def _begin_run(self) -> None:
+        """The clock at 0, no event scheduled, no job submitted yet."""
         self._ends: list[tuple[float, int, JobKey, int]] = []
         self._wakes: list[tuple[float, int, JobKey, int]] = []
         self._bands: list[tuple[float, int, JobKey, int]] = []
         self._counter = 0
         self._next_outlook = -math.inf
-        jobs = self.trace.jobs
-        orders = self._orders()
-        cycle_s = self.options.cycle_s
-        total_days = (jobs[-1].submit_s / 86400) if jobs else 0.0
-        next_sub = 0
-        changed = False
-        busy = False  # the last plan decided something
-        now = 0.0
-        tick = 0
-        last_report = 0.0
-        finished = 0
-        idle_busy = 0  # consecutive deciding cycles with no event in between
+        self._order_of = self._orders()  # Job.order per trace position
+        self._next_sub = 0  # trace position of the next submission
+        self._now = 0.0
+        self._tick = 0
+        self._last_report = 0.0
+        self._finished = 0
+        self._idle_busy = 0  # consecutive deciding cycles with no event in between
         self.note = ""
+
+    def _step(self, busy: bool) -> bool:
+        """Apply the events due at this tick, then run a cycle if it could decide something: a
+        job is pending and an event happened or the last plan decided (R1.3). True when the
+        cycle decided."""
+        changed = self._apply_due_events()
+        if not (self.pending_count and (changed or busy)):
+            return False
+        self._idle_busy = 0 if changed else self._idle_busy + 1
+        return self._cycle(self._now)
+
+    def _apply_due_events(self) -> bool:
+        """Every event up to and including this tick; True when any changed what the core sees."""
+        changed = self._submit_and_complete()
+        if self._bands:
+            changed |= self._cross_bands(self._now)
+        woke = self._wake_up()
+        return changed or woke
+
+    def _submit_and_complete(self) -> bool:
+        """Submissions and completions up to now in time order (completions first on ties: the
+        GPUs are free when the new job is considered); True when any happened."""
+        jobs = self.trace.jobs
+        changed = False
         while True:
-            # Events up to and including this tick, in time order (completions first on ties:
-            # the GPUs are free when the new job is considered).
-            while True:
-                end_t = self._ends[0][0] if self._ends else math.inf
-                sub_t = jobs[next_sub].submit_s if next_sub < len(jobs) else math.inf
-                if min(end_t, sub_t) > now:
-                    break
-                if end_t <= sub_t:
-                    _, _, key, epoch = heapq.heappop(self._ends)
-                    sim = self.sims[key]
-                    if sim.epoch == epoch and sim.run_start is not None:
-                        self._complete(sim, end_t)
-                        finished += 1
-                        changed = True
-                else:
-                    self._submit(jobs[next_sub], orders[next_sub])
-                    next_sub += 1
-                    changed = True
-            if self._bands:
-                changed |= self._cross_bands(now)
-            while self._wakes and self._wakes[0][0] <= now:
-                _, _, key, epoch = heapq.heappop(self._wakes)
-                sim = self.sims[key]
-                changed |= sim.epoch == epoch and sim.run_start is not None
-            if self.pending_count and (changed or busy):
-                idle_busy = 0 if changed else idle_busy + 1
-                busy = self._cycle(now)
+            end_t = self._ends[0][0] if self._ends else math.inf
+            sub_t = self._next_submit_s()
+            if min(end_t, sub_t) > self._now:
+                return changed
+            if end_t <= sub_t:
+                changed |= self._end_run(end_t)
             else:
-                busy = False
-            changed = False
-            if busy and idle_busy >= MAX_IDLE_BUSY:
-                self.note = f"stopped: {idle_busy} cycles kept deciding with no event between"
-                self._write_progress(f"\n{self.note}\n")
-                break
-            if self.options.progress:
-                clock = time.perf_counter()
-                if clock - last_report >= 0.5:
-                    last_report = clock
-                    self._progress(now, total_days, finished, len(jobs), clock - wall)
-            if busy:
-                tick += 1
-            else:
-                upcoming = min(
-                    self._ends[0][0] if self._ends else math.inf,
-                    jobs[next_sub].submit_s if next_sub < len(jobs) else math.inf,
-                    self._wakes[0][0] if self._wakes else math.inf,
-                    self._bands[0][0] if self._bands else math.inf,
-                )
-                if upcoming == math.inf:
-                    break
-                tick = max(tick + 1, math.ceil(upcoming / cycle_s))
-            now = tick * cycle_s
-        if self.options.progress:
-            self._progress(now, total_days, finished, len(jobs), time.perf_counter() - wall)
-            self._write_progress("\n")
-        outcomes = [self.sims[(job.team, job.job_id)].outcome for job in jobs]
+                self._submit(jobs[self._next_sub], self._order_of[self._next_sub])
+                self._next_sub += 1
+                changed = True
+
+    def _next_submit_s(self) -> float:
+        jobs = self.trace.jobs
+        return jobs[self._next_sub].submit_s if self._next_sub < len(jobs) else math.inf
+
+    def _end_run(self, end_t: float) -> bool:
+        """The earliest scheduled end: the job completes unless that run was cut short (evicted
+        or moved since); True when it completed."""
+        _, _, key, epoch = heapq.heappop(self._ends)
+        sim = self.sims[key]
+        if sim.epoch != epoch or sim.run_start is None:
+            return False
+        self._complete(sim, end_t)
+        self._finished += 1
+        return True
+
+    def _wake_up(self) -> bool:
+        """Predicted ends reached by now (B1, B4); True when one belongs to a run still going."""
+        woke = False
+        while self._wakes and self._wakes[0][0] <= self._now:
+            _, _, key, epoch = heapq.heappop(self._wakes)
+            sim = self.sims[key]
+            woke |= sim.epoch == epoch and sim.run_start is not None
+        return woke
+
+    def _give_up(self) -> None:
+        """Cycles keep deciding with no event between: a core bug, noted in the summary."""
+        self.note = f"stopped: {self._idle_busy} cycles kept deciding with no event between"
+        self._write_progress(f"\n{self.note}\n")
+
+    def _advance(self, busy: bool) -> bool:
+        """Move the clock to the next tick after a deciding cycle, else to the tick of the next
+        event; False when no event is left."""
+        cycle_s = self.options.cycle_s
+        if busy:
+            self._tick += 1
+        else:
+            upcoming = min(
+                self._ends[0][0] if self._ends else math.inf,
+                self._next_submit_s(),
+                self._wakes[0][0] if self._wakes else math.inf,
+                self._bands[0][0] if self._bands else math.inf,
+            )
+            if upcoming == math.inf:
+                return False
+            self._tick = max(self._tick + 1, math.ceil(upcoming / cycle_s))
+        self._now = self._tick * cycle_s
+        return True
+
+    def _show_progress(self, wall: float) -> None:
+        """The progress line, rewritten at most every half second of wall time."""
+        if not self.options.progress:
+            return
+        clock = time.perf_counter()
+        if clock - self._last_report >= 0.5:
+            self._last_report = clock
+            self._progress(clock - wall)
+
+    def _progress(self, wall_s: float) -> None:
+        jobs = self.trace.jobs
+        days = jobs[-1].submit_s / 86400 if jobs else 0.0
+        self._write_progress(
+            f"\r[{self.spec.name}] day {self._now / 86400:6.2f}/{days:.2f}  jobs done "
+            f"{self._finished}/{len(jobs)}  cycles {self.cycles}  wall {wall_s:6.1f} s "
+        )
+
+    # ------------------------------------------------------------------------------ result
+    def _result(self, wall: float) -> RunResult:
+        """The run's outcomes in trace order, its summary and per-team rows, the allocation
+        series."""
+        outcomes = [self.sims[(job.team, job.job_id)].outcome for job in self.trace.jobs]
+        now = self._now
         end_time = max((o.end_s for o in outcomes if o.end_s is not None), default=now)
         summary, team_rows = summarize(outcomes, self.tracker, self.teams, max(end_time, now))
-        summary.update(
-            policy=self.spec.name,
-            cycles=self.cycles,
-            core_s=self.core_s,
-            wall_s=time.perf_counter() - wall,
-            capacity_gpus=self.cluster.gpus,
-            restart=self.options.restart,
-            cycle_s=cycle_s,
-            note=self.note,
-            hidden_jobs=self.hidden_jobs,
-        )
+        summary.update(self._run_figures(wall))
         if self.predictor is not None:
-            predicted = [o for o in outcomes if o.predicted_s is not None and o.duration_s > 0]
-            within = sum(0.5 <= o.predicted_s / o.duration_s <= 2 for o in predicted)
-            summary["predicted_within_2x"] = within / len(predicted) if predicted else 0.0
+            summary["predicted_within_2x"] = _within_2x(outcomes)
         series = [(t, milli / 1000) for t, milli in self.tracker.series]
         return RunResult(self.spec.name, self.cluster.label, outcomes, summary, team_rows, series)
 
-    def _progress(self, now: float, days: float, done: int, total: int, wall: float) -> None:
-        self._write_progress(
-            f"\r[{self.spec.name}] day {now / 86400:6.2f}/{days:.2f}  jobs done "
-            f"{done}/{total}  cycles {self.cycles}  wall {wall:6.1f} s "
-        )
+    def _run_figures(self, wall: float) -> dict:
+        """The summary's figures about the run itself rather than its jobs."""
+        return {
+            "policy": self.spec.name,
+            "cycles": self.cycles,
+            "core_s": self.core_s,
+            "wall_s": time.perf_counter() - wall,
+            "capacity_gpus": self.cluster.gpus,
+            "restart": self.options.restart,
+            "cycle_s": self.options.cycle_s,
+            "note": self.note,
+            "hidden_jobs": self.hidden_jobs,
+        }
 
 
 def tracker_pending_jobs(shapes: dict) -> int:
@@ -716,3 +774,10 @@ def tracker_pending_jobs(shapes: dict) -> int:
 def _stderr(text: str) -> None:
     sys.stderr.write(text)
     sys.stderr.flush()
+
+
+def _within_2x(outcomes: list[JobOutcome]) -> float:
+    """Share of the predicted jobs whose prediction was within 2x of their run time."""
+    predicted = [o for o in outcomes if o.predicted_s is not None and o.duration_s > 0]
+    within = sum(0.5 <= o.predicted_s / o.duration_s <= 2 for o in predicted)
+    return within / len(predicted) if predicted else 0.0
