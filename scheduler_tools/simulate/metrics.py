@@ -256,70 +256,107 @@ def summarize(
 ) -> tuple[dict, list[dict]]:
     """The summary row and the per-team rows of one run (definitions in the module doc)."""
     done = [job for job in jobs if job.finished]
+    summary = {
+        **_job_figures(jobs, done),
+        **_capacity_figures(jobs, done, cluster),
+        **_disruption_figures(jobs),
+    }
+    rows = _team_rows(jobs, teams, end_time)
+    summary.update(_fairness_figures(rows))
+    return summary, rows
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _per(amount: float, duration: float, capacity: float) -> float:
+    """`amount` as a share of `capacity` held for `duration`; 0 for an empty duration."""
+    return amount / (capacity * duration) if duration else 0.0
+
+
+def _job_figures(jobs: list[JobOutcome], done: list[JobOutcome]) -> dict:
+    """Counts, JCT and queueing of the finished jobs."""
+    return {
+        "jobs": len(jobs),
+        "finished": len(done),
+        "unfinished": len(jobs) - len(done),
+        **_stats([job.jct_s for job in done], "jct"),
+        **_stats([job.queued_s for job in done], "queue"),
+        "avg_first_wait_s": _mean([job.first_wait_s for job in done]),
+    }
+
+
+def _capacity_figures(
+    jobs: list[JobOutcome], done: list[JobOutcome], cluster: ClusterTracker
+) -> dict:
+    """Makespan, utilisation, goodput and the capacity left idle while work waited."""
     first_submit = min((job.submit_s for job in jobs), default=0.0)
     last_end = max((job.end_s for job in done), default=first_submit)
     makespan = max(last_end - first_submit, 0.0)
     span = max(cluster.last_submit - first_submit, 0.0)
     capacity = cluster.capacity / MILLI
     useful = sum(job.gpus * job.duration_s for job in done)
-    summary: dict = {
-        "jobs": len(jobs),
-        "finished": len(done),
-        "unfinished": len(jobs) - len(done),
-        **_stats([job.jct_s for job in done], "jct"),
-        **_stats([job.queued_s for job in done], "queue"),
-        "avg_first_wait_s": (sum(job.first_wait_s for job in done) / len(done) if done else 0.0),
+    pending_time = cluster.pending_time
+    return {
         "makespan_s": makespan,
-        "utilization": cluster.alloc_s / MILLI / (capacity * makespan) if makespan else 0.0,
-        "utilization_submit_span": (
-            cluster.alloc_span_s / MILLI / (capacity * span) if span else 0.0
+        "utilization": _per(cluster.alloc_s / MILLI, makespan, capacity),
+        "utilization_submit_span": _per(cluster.alloc_span_s / MILLI, span, capacity),
+        "goodput": _per(useful, makespan, capacity),
+        "idle_while_pending": _per(cluster.idle_pending_s, pending_time, cluster.capacity),
+        "utilization_requested": _per(cluster.requested_s / MILLI, makespan, capacity),
+        "unrequested_while_pending": _per(
+            cluster.idle_requested_pending_s, pending_time, cluster.capacity
         ),
-        "goodput": useful / (capacity * makespan) if makespan else 0.0,
-        "idle_while_pending": (
-            cluster.idle_pending_s / (cluster.capacity * cluster.pending_time)
-            if cluster.pending_time
-            else 0.0
-        ),
-        "utilization_requested": (
-            cluster.requested_s / MILLI / (capacity * makespan) if makespan else 0.0
-        ),
-        "unrequested_while_pending": (
-            cluster.idle_requested_pending_s / (cluster.capacity * cluster.pending_time)
-            if cluster.pending_time
-            else 0.0
-        ),
-        "pending_time_s": cluster.pending_time,
+        "pending_time_s": pending_time,
+    }
+
+
+def _disruption_figures(jobs: list[JobOutcome]) -> dict:
+    """Evictions, moves and the run time they threw away; jobs started by backfill."""
+    return {
         "evictions": sum(job.evictions for job in jobs),
         "moves": sum(job.moves for job in jobs),
         "lost_gpu_h": sum(job.lost_s * job.gpus for job in jobs) / 3600,
         "backfilled": sum(job.backfilled for job in jobs),
     }
+
+
+def _team_rows(
+    jobs: list[JobOutcome], teams: dict[str, TeamTracker], end_time: float
+) -> list[dict]:
+    """One row per team, in the order of `teams`, its trackers brought up to `end_time`."""
     by_team: dict[str, list[JobOutcome]] = {}
     for job in jobs:
         by_team.setdefault(job.team, []).append(job)
     rows = []
     for name, tracker in teams.items():
         tracker.advance(end_time)
-        mine = by_team.get(name, [])
-        finished = [job for job in mine if job.finished]
-        rows.append(
-            {
-                "team": name,
-                "quota_gpus": tracker.quota / MILLI,
-                "jobs": len(mine),
-                "finished": len(finished),
-                "avg_queue_s": (
-                    sum(j.queued_s for j in finished) / len(finished) if finished else 0.0
-                ),
-                "avg_jct_s": sum(j.jct_s for j in finished) / len(finished) if finished else 0.0,
-                "gpu_h": tracker.gpu_s / 3600,
-                "asking_h": tracker.asking_s / 3600,
-                "fairness": tracker.fairness(),
-                "fairness_raw": tracker.fairness_raw(),
-            }
-        )
+        rows.append(_team_row(name, tracker, by_team.get(name, [])))
+    return rows
+
+
+def _team_row(name: str, tracker: TeamTracker, mine: list[JobOutcome]) -> dict:
+    finished = [job for job in mine if job.finished]
+    return {
+        "team": name,
+        "quota_gpus": tracker.quota / MILLI,
+        "jobs": len(mine),
+        "finished": len(finished),
+        "avg_queue_s": _mean([j.queued_s for j in finished]),
+        "avg_jct_s": _mean([j.jct_s for j in finished]),
+        "gpu_h": tracker.gpu_s / 3600,
+        "asking_h": tracker.asking_s / 3600,
+        "fairness": tracker.fairness(),
+        "fairness_raw": tracker.fairness_raw(),
+    }
+
+
+def _fairness_figures(rows: list[dict]) -> dict:
+    """The lowest fairness over the teams that asked (1 when none did)."""
     scored = [row["fairness"] for row in rows if row["fairness"] is not None]
     raw = [row["fairness_raw"] for row in rows if row["fairness_raw"] is not None]
-    summary["min_fairness"] = min(scored) if scored else 1.0
-    summary["min_fairness_raw"] = min(raw) if raw else 1.0
-    return summary, rows
+    return {
+        "min_fairness": min(scored) if scored else 1.0,
+        "min_fairness_raw": min(raw) if raw else 1.0,
+    }
