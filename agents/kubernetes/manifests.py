@@ -21,6 +21,8 @@ import re
 import shlex
 
 from agents.base import JobSpec, PodSpec
+from agents.kubernetes import sessions
+from agents.kubernetes.names import namespace_for
 
 SCHEDULER_NAME = "allot"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "allot"}
@@ -29,11 +31,12 @@ RESERVATION_NAMESPACE = "allot-system"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 DEFAULT_IMAGE = "python:3.11-slim"
 SHM_SIZE = "8Gi"  # runai's --large-shm
-
-
-def namespace_for(project: str) -> str:
-    """The namespace of a project's jobs."""
-    return f"allot-{project}"[:63].rstrip("-")
+# A researcher's pod talks to nothing of the cluster's: no service-account token mounted (the
+# namespace's default account could otherwise read what RBAC grants it), and no environment
+# variables naming the namespace's other Services. The only value Allot adds to a pod's
+# environment besides the job's own is a Launch Jupyter pod's token, an HMAC of that one job
+# (`sessions.session_token`), never a secret of the portal.
+UNPRIVILEGED = {"automountServiceAccountToken": False, "enableServiceLinks": False}
 
 
 def label_value(text: str) -> str:
@@ -73,8 +76,6 @@ def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
 
     With `session_secret`, a Launch Jupyter job's notebook server is set up to answer the
     portal's session proxy (`sessions.notebook_container`)."""
-    from agents.kubernetes import sessions
-
     pods = [
         _pod(job, index, pod, (gpu_memory_mib or {}).get(pod.node), image_pull_policy)
         for index, pod in enumerate(job.placement)
@@ -127,6 +128,7 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: s
         "schedulerName": SCHEDULER_NAME,
         "restartPolicy": "Never" if job.type == "train" else "Always",
         "containers": [container],
+        **UNPRIVILEGED,
     }
     if volumes:
         spec["volumes"] = volumes
@@ -165,6 +167,7 @@ def reservation_pod(node: str, device: int) -> dict:
         },
         "spec": {
             "schedulerName": SCHEDULER_NAME,
+            **UNPRIVILEGED,
             "containers": [
                 {"name": "reserve", "image": PAUSE_IMAGE, "resources": {"limits": {GPU: 1}}}
             ],

@@ -15,7 +15,7 @@ import hashlib
 import hmac
 
 from agents.base import JobSpec
-from agents.kubernetes import manifests
+from agents.kubernetes.names import namespace_for
 from agents.sessions import JUPYTER_PORT, Session, session_path
 
 
@@ -52,5 +52,5 @@ class KubernetesSessions:
             token=session_token(self.secret, project, name),
             pid=0,
             base_url=session_path(project, name),
-            host=f"{name}.{manifests.namespace_for(project)}.svc",
+            host=f"{name}.{namespace_for(project)}.svc",
         )

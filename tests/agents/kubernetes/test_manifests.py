@@ -3,13 +3,15 @@ schema (kubernetes-validate, strict: unknown fields fail), and what each must sa
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
 
 from agents.base import JobSpec, PodSpec
-from agents.kubernetes import manifests
+from agents.kubernetes import manifests, names, sessions
 
 K8S = "1.30"
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
@@ -118,3 +120,47 @@ def test_an_invalid_object_fails_validation():
     pod["spec"]["containers"][0]["gpus"] = 2  # not a field of Container
     with pytest.raises(kubernetes_validate.ValidationError):
         valid(pod)
+
+
+# --- issue 22: a notebook pod gets nothing of the portal's -------------------------------------
+
+PORTAL_SECRET = "the-portal-session-secret-0123456789abcdef"
+
+
+def test_a_notebook_pod_gets_no_service_account_token_and_no_portal_secret():
+    """Launch Jupyter's pod: no service-account token mounted, no Service variables, no value
+    taken from a Secret, and of the portal's session secret only the HMAC of this one job."""
+    notebook = job(name="nb", type="interactive", gpus=0.5, image="jupyter/base-notebook",
+                   placement=(PodSpec("dgx1-1", (3,), 0.5),), ports=(8888,),
+                   environment=(("SEED", "1"),))  # fmt: skip
+    (pod,) = manifests.job_pods(notebook, session_secret=PORTAL_SECRET)
+    valid(pod)
+    spec = pod["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["enableServiceLinks"] is False
+    assert "serviceAccountName" not in spec and "volumes" not in spec
+    main = container(pod)
+    assert "envFrom" not in main and all("valueFrom" not in item for item in main["env"])
+    assert env(pod) == {
+        "SEED": "1", "NVIDIA_VISIBLE_DEVICES": "3", "ALLOT_GPU_FRACTION": "0.5",
+        "JUPYTER_TOKEN": sessions.session_token(PORTAL_SECRET, "team-a", "nb"),
+    }  # fmt: skip
+    assert PORTAL_SECRET not in json.dumps(pod)
+    other = sessions.session_token(PORTAL_SECRET, "team-b", "nb")
+    assert env(pod)["JUPYTER_TOKEN"] != other  # one job's token opens no other session
+
+
+@pytest.mark.parametrize("kind", ["train", "interactive"])
+def test_every_pod_allot_creates_runs_without_a_service_account_token(kind):
+    (pod,) = manifests.job_pods(job(type=kind, environment=(("A", "b"),)))
+    reservation = manifests.reservation_pod("dgx1-1", 0)
+    for made in (valid(pod), valid(reservation)):
+        assert made["spec"]["automountServiceAccountToken"] is False
+        assert made["spec"]["enableServiceLinks"] is False
+
+
+def test_the_manifests_and_the_sessions_modules_import_one_way():
+    """sessions finds a pod's Service through `names`, never through `manifests`."""
+    source = Path(sessions.__file__).read_text()
+    assert "manifests" not in source.split('"""', 2)[2]  # (its docstring may name it)
+    assert manifests.namespace_for is names.namespace_for
