@@ -79,6 +79,8 @@ class JobStatus:
 
     `progress` is 0..1 when the job's length is known, else None. `utilization` is the mean GPU
     utilization of its devices, 0..1 (None before it runs). `simulated` marks synthetic figures.
+    `started_at` names the run: a cycle that observed the cluster before the job was evicted and
+    started again must not apply the old run's ending to the new one.
     """
 
     project: str
@@ -91,6 +93,7 @@ class JobStatus:
     message: str = ""
     activity: str | None = None  # changes whenever the job writes output or makes progress
     restarts: int = 0  # container restarts of its pods (crash loops, out of memory)
+    started_at: datetime | None = None  # the run this describes (its spec's); None: unknown
 
     @property
     def key(self) -> JobKey:

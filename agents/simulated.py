@@ -140,6 +140,7 @@ class SimulatedAgent:
             simulated=True,
             message=message,
             activity=self._activity(job, now) if phase == "Running" else None,
+            started_at=job.started_at,
         )
 
     def _activity(self, job: JobSpec, now: datetime) -> str:

@@ -2,8 +2,8 @@
 
 1. Analytics: 100 projects with 30 days of usage (5-minute and hourly rollups, and the last two
    hours of raw 10-second samples), then `GET /api/v1/analytics/allocation/`'s query
-   (`portal.jobs.analytics.allocation`) over 30 days, 7 days, 24 hours and 1 hour. Target: 30 days
-   under 300 ms.
+   (`portal.dashboards.analytics.allocation`) over 30 days, 7 days, 24 hours and 1 hour. Target:
+   30 days under 300 ms.
 2. Websocket fan-out: a daphne web process on Redis's channel layer with 50 signed-in browsers'
    websockets (`/ws/overview/`, 10 projects, each user a viewer of one); this process runs
    scheduling cycles that start one job each, and every client's latency from the cycle's commit
@@ -90,7 +90,7 @@ CROSS JOIN generate_series(%(start)s::timestamptz, %(end)s::timestamptz, interva
 def bench_analytics(projects: int, repeat: int) -> dict:
     from django.db import connection
 
-    from portal.jobs import analytics
+    from portal.dashboards import analytics
     from portal.tenancy.models import Project
 
     Project.objects.bulk_create(Project(name=f"p{i:03d}", quota=4) for i in range(projects))

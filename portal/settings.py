@@ -15,7 +15,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.validators import MIN_RUNTIME_MAX_S
+from portal.core.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
 from scheduler.minruntime import parse_min_runtime
 

@@ -347,8 +347,14 @@ class KubernetesAgent:
                     )
                 else:
                     statuses[key] = JobStatus(*key, "ContainerCreating")
+            statuses = {key: self._of_run(status) for key, status in statuses.items()}
             self._last = dict(statuses)
         return statuses
+
+    def _of_run(self, status: JobStatus) -> JobStatus:
+        """`status` naming the run it describes: the started_at of the spec this agent runs."""
+        spec = self._specs.get(status.key)
+        return status if spec is None else replace(status, started_at=spec.started_at)
 
     def _utilization(self) -> dcgm.GpuUtilization | None:
         if not self.config.dcgm_url:

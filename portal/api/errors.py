@@ -1,7 +1,7 @@
 """Errors as JSON that names the field and the reason: `{"field": ["reason", ...]}`.
 
 Request-wide problems use `detail` (DRF's convention); a malformed body is reported under
-`body`; a lost race on a unique name is a 409 under that name.
+`body`; a lost race on a unique name is a 409 under that name (`portal.core.errors`).
 """
 
 from __future__ import annotations
@@ -10,19 +10,6 @@ from django.db import IntegrityError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
-
-
-class Conflict(exceptions.APIException):
-    """409: the request clashes with what is stored (a duplicate name, a node in use)."""
-
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
-
-
-def conflict(field: str, reason: str) -> Conflict:
-    """A 409 whose body names `field` and `reason`."""
-    return Conflict({field: [reason]})
 
 
 def exception_handler(exc, context):

@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from portal.cluster.api import NodeDetail, NodeList
-from portal.jobs.api import (
+from portal.api.views.cluster import NodeDetail, NodeList
+from portal.api.views.jobs import (
     AnalyticsAllocation,
     JobDetail,
     JobEvents,
@@ -14,8 +14,8 @@ from portal.jobs.api import (
     Overview,
     SchedulerCycles,
 )
-from portal.notify.api import DeliveryList, MyPreference, WebhookDetail, WebhookList
-from portal.tenancy.api import (
+from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
+from portal.api.views.tenancy import (
     MemberDetail,
     MemberList,
     ObtainToken,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from portal.validators import validate_dns_label, validate_dns_subdomain
+from portal.core.validators import validate_dns_label, validate_dns_subdomain
 
 MAX_GPUS_PER_NODE = 64
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from portal.api.errors import conflict
 from portal.cluster.models import Node
+from portal.core.errors import conflict
+from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.models import HOLDING, Job
-from portal.jobs.services import request_cycle_on_commit
 
 
 def jobs_on(node_name: str) -> list[Job]:

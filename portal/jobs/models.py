@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import models
 
+from portal.core.validators import NAME_MAX, validate_dns_label
 from portal.tenancy.models import Project
-from portal.validators import NAME_MAX, validate_dns_label
 
 
 class Status(models.TextChoices):

@@ -11,18 +11,11 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.api.errors import conflict
+from portal.core.errors import conflict
+from portal.core.trigger import request_cycle_on_commit
+from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Job, JobEvent, Status
-from portal.scheduling.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.tenancy.models import Project
-
-
-def request_cycle_on_commit() -> None:
-    """Ask for a scheduling cycle once the current transaction commits."""
-    # Imported here: the scheduling app imports these models and services.
-    from portal.scheduling.trigger import request_cycle
-
-    transaction.on_commit(request_cycle)
 
 
 def new_event(job: Job, kind: str, message: str, time: datetime | None = None) -> JobEvent:

@@ -25,12 +25,16 @@ from django.core.mail import send_mail
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from portal.celery import app
 from portal.jobs.models import JobEvent
 from portal.notify.models import NOTIFIED, Delivery, Preference, Webhook
 
 logger = logging.getLogger(__name__)
 
 TIMEOUT_S = 5.0
+# The Celery tasks (`portal.notify.tasks`) call into this module, so it names them, one way.
+NOTIFY_TASK = "portal.notify.tasks.notify_events"
+DELIVER_TASK = "portal.notify.tasks.deliver_webhook"
 SIGNATURE_HEADER = "X-Allot-Signature"  # "sha256=" + hex HMAC-SHA256 of the body with the secret
 _pool: ThreadPoolExecutor | None = None
 
@@ -49,9 +53,7 @@ def after_commit(event_ids: list[int]) -> None:
 def enqueue(event_ids: list[int]) -> None:
     """Hand the events to the notification worker (Celery with Redis, else a thread)."""
     if settings.REDIS_URL:
-        from portal.notify import tasks
-
-        tasks.notify_events.apply_async((event_ids,), queue="notify")
+        app.send_task(NOTIFY_TASK, (event_ids,), queue="notify")
     else:
         _submit(notify_events, event_ids)
 
@@ -167,10 +169,8 @@ def deliver(delivery_id: int) -> None:
     delivery = Delivery.objects.select_related("webhook").get(id=delivery_id)
     if settings.REDIS_URL:
         if not attempt(delivery) and delivery.attempts <= len(backoff()):
-            from portal.notify.tasks import deliver_webhook
-
-            deliver_webhook.apply_async((delivery_id,), queue="notify",
-                                        countdown=backoff()[delivery.attempts - 1])  # fmt: skip
+            app.send_task(DELIVER_TASK, (delivery_id,), queue="notify",
+                                  countdown=backoff()[delivery.attempts - 1])  # fmt: skip
         return
     for wait in [*backoff(), None]:
         if attempt(delivery) or wait is None:

@@ -9,7 +9,7 @@ from django.db import close_old_connections
 from portal.notify import dispatch
 
 
-@shared_task(name="portal.notify.tasks.notify_events", ignore_result=True)
+@shared_task(name=dispatch.NOTIFY_TASK, ignore_result=True)
 def notify_events(event_ids: list[int]) -> None:
     """Email, toasts and webhook deliveries for these job events."""
     try:
@@ -18,7 +18,7 @@ def notify_events(event_ids: list[int]) -> None:
         close_old_connections()
 
 
-@shared_task(name="portal.notify.tasks.deliver_webhook", ignore_result=True)
+@shared_task(name=dispatch.DELIVER_TASK, ignore_result=True)
 def deliver_webhook(delivery_id: int) -> None:
     """One more attempt at a webhook delivery (re-enqueued with back-off on failure)."""
     try:

@@ -19,9 +19,9 @@ from django.db import connection
 from django.db.models import Max
 
 from agents.base import Observation
-from portal.jobs.analytics import roll_up
+from portal.dashboards.analytics import roll_up
+from portal.dashboards.overview import IDLE_BELOW
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
-from portal.jobs.overview import IDLE_BELOW
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
 from portal.scheduling.observe import HealthNote, Transition

@@ -1,13 +1,17 @@
-"""One scheduling cycle: lock, snapshot, plan, commit, then tell the agent and the browsers.
+"""One scheduling cycle: look at the cluster, decide under the lock, then tell the cluster.
 
-    lock -> load rows -> reconcile the agent -> observe transitions -> plan_cycle -> commit
-    (one transaction) -> agent.start/stop -> publish the overview
+    observe + reconcile the agent (no lock, no transaction: network calls)
+    -> lock -> load rows -> transitions -> plan_cycle -> commit   (one short transaction)
+    -> agent.stop/start from the committed rows (network again, no lock) -> publish the overview
 
 The lock is cluster-wide: a Postgres transaction-level advisory lock (released by the commit or
 by the death of the connection, so a worker killed mid-cycle leaves the database exactly as it
-was), plus a process lock that also serialises cycles on SQLite and keeps the agent calls of one
-cycle together. The agent is told only after the commit; if that never happens (a crash), the
-next cycle's reconciliation catches up from the database.
+was), plus a process lock that also serialises cycles on SQLite. The lock covers database work
+only: with a real API server at tens of milliseconds a call, holding it across the agent's calls
+would make every other cycle and every write wait on the network. Its hold time is measured and
+kept with the other timings (`portal.scheduling.metrics`). What the agent is told comes from the
+committed rows and is idempotent; if the telling never happens (a crash), the next cycle's
+reconciliation catches up from the database.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from dataclasses import dataclass, field, replace
 from time import perf_counter
 from typing import Literal
 
+from django.core.cache import cache
 from django.db import connection, transaction
 
-from agents.base import Agent
+from agents.base import Agent, Observation
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
-from portal.scheduling import eta, observe, snapshot
+from portal.scheduling import cycle_metrics, eta, observe, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
 from portal.scheduling.observe import Transition
@@ -34,6 +39,7 @@ from scheduler import Decision, Policy, plan_cycle
 logger = logging.getLogger(__name__)
 
 LOCK_KEY = 0x416C6C6F74  # "Allot": the advisory-lock id of the scheduling cycle
+FINGERPRINT_KEY = "allot:cycle:fingerprint"  # of the job rows the last cycle read, any process
 _process_lock = threading.Lock()
 
 
@@ -63,10 +69,18 @@ def run_cycle(
     if not _process_lock.acquire(blocking=wait):
         return CycleResult("busy")
     try:
-        result = _decide(agent, wait, policy or eta.current_policy())
+        lap = perf_counter()
+        observation = observe.reconcile(agent)
+        metrics.store_observation(observation)
+        observed_s = perf_counter() - lap
+        result = _decide(agent, observation, wait, policy or eta.current_policy())
+        result.timings["observe_s"] = observed_s
         if result.status == "done":
+            lap = perf_counter()
             _carry_out(agent, result)
+            result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
+        cycle_metrics.record(result.status, result.timings)
     finally:
         _process_lock.release()
     if result.status == "done":
@@ -74,26 +88,29 @@ def run_cycle(
     return result
 
 
-_last_fingerprint = 0
-
-
 def _rows_changed(fingerprint: int) -> bool:
-    """True when the job rows differ from the previous cycle's (jobs submitted or deleted)."""
-    global _last_fingerprint
-    changed, _last_fingerprint = fingerprint != _last_fingerprint, fingerprint
+    """True when the job rows differ from the previous cycle's, in whichever process it ran."""
+    changed = cache.get(FINGERPRINT_KEY) != fingerprint
+    if changed:
+        cache.set(FINGERPRINT_KEY, fingerprint, timeout=None)
     return changed
 
 
-def _decide(agent: Agent, wait: bool, policy: Policy) -> CycleResult:
-    """Everything up to and including the commit, in one transaction under the cluster lock."""
+def _decide(agent: Agent, observation: Observation, wait: bool, policy: Policy) -> CycleResult:
+    """Snapshot, plan and commit in one transaction under the cluster lock: database work only."""
+    timings: dict[str, float] = {}
     try:
         with transaction.atomic():
             if not _cluster_lock(wait):
                 return CycleResult("busy")
-            return _plan_and_commit(agent, policy)
+            locked = perf_counter()
+            try:
+                return _plan_and_commit(observation, agent.simulated, policy, timings)
+            finally:
+                timings["lock_s"] = perf_counter() - locked  # until the commit below, nearly
     except CommitConflict as exc:
         logger.info("scheduling cycle abandoned: %s", exc)
-        return CycleResult("conflict", message=str(exc))
+        return CycleResult("conflict", timings=timings, message=str(exc))
 
 
 def _cluster_lock(wait: bool) -> bool:
@@ -106,11 +123,11 @@ def _cluster_lock(wait: bool) -> bool:
         return wait or bool(cursor.fetchone()[0])
 
 
-def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
-    timings, lap = {}, perf_counter()
+def _plan_and_commit(
+    observation: Observation, simulated: bool, policy: Policy, timings: dict[str, float]
+) -> CycleResult:
+    lap = perf_counter()
     state = snapshot.load()
-    observation = observe.reconcile(agent, state)
-    metrics.store_observation(observation)
     if not observation.problem and sync_nodes(observation.nodes):
         state = replace(state, nodes=snapshot.load_nodes())  # the cluster's inventory changed
     changes, notes = observe.transitions(observation, state)
@@ -119,7 +136,7 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
     timings["snapshot_s"], lap = perf_counter() - lap, perf_counter()
     plan = plan_cycle(view, policy)
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()
-    commit_cycle(state, view, plan, changes, observation, agent.simulated, notes)
+    commit_cycle(state, view, plan, changes, observation, simulated, notes)
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
     fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))
@@ -134,7 +151,10 @@ def _plan_and_commit(agent: Agent, policy: Policy) -> CycleResult:
 
 
 def _carry_out(agent: Agent, result: CycleResult) -> None:
-    """After the commit: stop what finished or was evicted, start what was placed or moved."""
+    """After the commit: stop what finished or was evicted, start what was placed or moved.
+
+    Starts are read back from the committed rows, so a job deleted since the commit is not
+    started, and a start repeated by the next cycle's reconciliation changes nothing."""
     for change in result.transitions:
         if change.leaves:
             agent.stop(*change.job)

@@ -1,6 +1,7 @@
 """The embedded default's cycle: a daemon thread in the web process, no Celery, no Redis.
 
-It runs the same `run_cycle` as the Celery task, after each committed change (`wake()`), every
+It runs the same `run_cycle` as the Celery task, after each committed change (a request sets
+`portal.core.trigger.cycle_wanted`, the event this thread waits on), every
 `ALLOT_CYCLE_INTERVAL_S`, and when an overview held back by its rate limit is due (`publish`).
 Only the web process starts it (`portal/wsgi.py`, `portal/asgi.py`), so `migrate`, tests and
 Celery workers never run a cycle behind anyone's back.
@@ -14,9 +15,12 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from portal.core.trigger import cycle_wanted
+from portal.scheduling.cycle import run_cycle
+from portal.scheduling.publish import owed_in
+
 logger = logging.getLogger(__name__)
 
-_wake = threading.Event()
 _stop = threading.Event()
 _started = threading.Event()
 _start_lock = threading.Lock()
@@ -31,6 +35,7 @@ def start_embedded_cycle() -> bool:
     with _start_lock:
         if not _started.is_set():
             _stop.clear()
+            cycle_wanted.clear()  # requests made before the thread ran are covered by its start
             _thread = threading.Thread(target=_loop, name="allot-cycle", daemon=True)
             _thread.start()
             _started.set()
@@ -42,27 +47,18 @@ def stop_embedded_cycle(timeout: float = 10.0) -> None:
     with _start_lock:
         if _thread is not None and _started.is_set():
             _stop.set()
-            _wake.set()
+            cycle_wanted.set()
             _thread.join(timeout)
             _started.clear()
 
 
-def wake() -> None:
-    """Run a cycle now instead of at the next tick (no-op where the thread is not running)."""
-    if _started.is_set():
-        _wake.set()
-
-
 def _loop() -> None:
-    from portal.scheduling.cycle import run_cycle
-    from portal.scheduling.publish import owed_in
-
     while not _stop.is_set():
         timeout = settings.ALLOT_CYCLE_INTERVAL_S
         if (owed := owed_in()) is not None:  # a rate-limited overview goes out when it is due
             timeout = min(timeout, owed)
-        _wake.wait(timeout=timeout)
-        _wake.clear()
+        cycle_wanted.wait(timeout=timeout)
+        cycle_wanted.clear()
         if _stop.is_set():
             break
         try:

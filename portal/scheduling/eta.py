@@ -31,11 +31,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
-from portal.jobs.models import HOLDING, Status
-from portal.jobs.models import Job as JobRow
+from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
 from scheduler.eta import estimate_starts, resolution_for
@@ -45,8 +45,9 @@ logger = logging.getLogger(__name__)
 
 HISTORY = 5000  # latest succeeded jobs the predictor learns from
 HORIZON_S = 30 * 86400.0
-_lock = threading.Lock()
-_last = float("-inf")
+PACING_KEY = "allot:eta:pacing"  # (wall-clock start of the last refresh, its cost in seconds)
+RUNNING_KEY = "allot:eta:running"  # held while a refresh runs in any process
+RUNNING_TTL_S = 600  # a refresh whose process died blocks others at most this long
 
 
 def predictor(limit: int = HISTORY) -> tuple[Predictor, dict[tuple[str, str], str]]:
@@ -54,14 +55,14 @@ def predictor(limit: int = HISTORY) -> tuple[Predictor, dict[tuple[str, str], st
     burst of every one of them and of every pending or running job ((project, name) -> burst)."""
     learned = Predictor()
     finished = list(
-        JobRow.objects.filter(status=Status.SUCCEEDED, started_at__isnull=False,
+        Job.objects.filter(status=Status.SUCCEEDED, started_at__isnull=False,
                               finished_at__isnull=False)
         .order_by("-finished_at")
         .values_list("project__name", "name", "user__username", "image", "gpus", "pods",
                      "submitted_at", "started_at", "finished_at")[:limit]
     )  # fmt: skip
     current = (
-        JobRow.objects.filter(status__in=[Status.PENDING, *HOLDING])
+        Job.objects.filter(status__in=[Status.PENDING, *HOLDING])
         .values_list("project__name", "name", "user__username", "image", "gpus", "pods",
                      "submitted_at")
     )  # fmt: skip
@@ -125,14 +126,14 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     for key, guess in predicted.items():
         row = state.rows[key]
         start = starts.get(key)
-        updates.append(JobRow(
+        updates.append(Job(
             pk=row.id,
             expected_s=round(guess.seconds),
             expected_basis=guess.basis[:32],
             expected_end=ends.get(key),
             eta=datetime.fromtimestamp(start, UTC) if start is not None else None,
         ))  # fmt: skip
-    JobRow.objects.bulk_update(updates, ["expected_s", "expected_basis", "expected_end", "eta"],
+    Job.objects.bulk_update(updates, ["expected_s", "expected_basis", "expected_end", "eta"],
                                batch_size=500)  # fmt: skip
     return len(updates)
 
@@ -159,36 +160,36 @@ def current_policy() -> Policy:
     )
 
 
-_running = False
-_cost_s = 0.0
-thread: threading.Thread | None = None  # the latest refresh (tests join it)
+thread: threading.Thread | None = None  # this process's latest refresh (tests join it)
 
 
 def refresh_if_due() -> bool:
     """Start `refresh` in a background thread at most every `ALLOT_ETA_INTERVAL_S` (stretched to
-    five times the last refresh's cost on big clusters); True when one started. An ETA is
-    advisory: it never delays or stops a scheduling cycle. 0 turns ETAs off."""
-    global _last, _running, thread
+    five times the last refresh's cost on big clusters) and never while one runs, in any process
+    (the pacing is in the cache); True when one started. An ETA is advisory: it never delays or
+    stops a scheduling cycle. 0 turns ETAs off."""
+    global thread
     interval = settings.ALLOT_ETA_INTERVAL_S
     if interval <= 0:
         return False
-    with _lock:
-        if _running or time.monotonic() - _last < max(interval, 5 * _cost_s):
-            return False
-        _running, _last = True, time.monotonic()
+    last, cost_s = cache.get(PACING_KEY) or (float("-inf"), 0.0)
+    if time.time() - last < max(interval, 5 * cost_s):
+        return False
+    if not cache.add(RUNNING_KEY, 1, timeout=RUNNING_TTL_S):
+        return False
+    cache.set(PACING_KEY, (time.time(), cost_s), timeout=None)
     thread = threading.Thread(target=_refresh_in_background, name="allot-eta", daemon=True)
     thread.start()
     return True
 
 
 def _refresh_in_background() -> None:
-    global _running, _cost_s
-    started = time.perf_counter()
+    began, started = time.time(), time.perf_counter()
     try:
         refresh()
     except Exception:
         logger.exception("ETA refresh failed")
     finally:
-        _cost_s = time.perf_counter() - started
-        _running = False
+        cache.set(PACING_KEY, (began, time.perf_counter() - started), timeout=None)
+        cache.delete(RUNNING_KEY)
         connection.close()  # this thread's own database connection

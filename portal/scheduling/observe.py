@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from agents.base import Agent, JobKey, JobStatus, Observation
+from portal.jobs import health
+from portal.jobs.health import JobHealth
 from portal.jobs.models import FINISHED as ROW_FINISHED
-from portal.jobs.models import Job, Status
-from portal.scheduling import health
+from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
-from portal.scheduling.health import JobHealth
 from portal.scheduling.snapshot import ClusterState, JobRow
 
 
@@ -35,13 +35,19 @@ class Transition:
         return self.new_status in ROW_FINISHED
 
 
-def reconcile(agent: Agent, state: ClusterState) -> Observation:
-    """Start on the agent every holding job it does not know, stop what the DB no longer holds."""
+def reconcile(agent: Agent) -> Observation:
+    """Start on the agent every holding job it does not know, stop what the DB no longer holds.
+
+    Called with no lock and no transaction open: every call here may cross the network. The
+    cluster is observed *before* the rows are read, so a job the agent runs that a concurrent
+    cycle has just started is already holding in the rows (never stopped by mistake); a start
+    this reads too early is repeated, harmlessly, by the next cycle."""
     seen = agent.observe()
-    holding = {key: row for key, row in state.rows.items() if row.holding}
+    rows = Job.objects.filter(status__in=HOLDING).values_list("project__name", "name", "id")
+    holding = {(project, name): job_id for project, name, job_id in rows}
     for key in seen.jobs.keys() - holding.keys():
         agent.stop(*key)
-    missing = [holding[key].id for key in holding.keys() - seen.jobs.keys()]
+    missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]
     for values in Job.objects.filter(id__in=missing).values(*SPEC_FIELDS):
         agent.start(spec_from_values(values))
     sessions = getattr(agent, "sessions", None)
@@ -70,7 +76,7 @@ def transitions(
     for key, row in state.rows.items():
         if not row.holding:
             continue
-        seen = observation.jobs.get(key)
+        seen = _of_this_run(observation.jobs.get(key), row)
         info = state.project_rows.get(key[0])
         verdict = None
         if info is not None and info.health.active:
@@ -90,6 +96,14 @@ def transitions(
         if change:
             changes.append(change)
     return changes, notes
+
+
+def _of_this_run(seen: JobStatus | None, row: JobRow) -> JobStatus | None:
+    """What the agent saw of the row's current run; None when it saw an earlier run (the cluster
+    was observed before a concurrent cycle evicted or moved the job and started it again)."""
+    if seen is None or seen.started_at is None or row.started_at is None:
+        return seen
+    return seen if seen.started_at == row.started_at else None
 
 
 def _activity(row: JobRow, seen: JobStatus | None, now) -> tuple[object, tuple]:

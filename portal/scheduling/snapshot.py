@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from portal.cluster.models import Node as NodeRow
+from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
-from portal.scheduling.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow

@@ -5,13 +5,14 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import close_old_connections
 
-from portal.scheduling import publish, trigger
+from portal.core import trigger
+from portal.scheduling import publish
 from portal.scheduling.cycle import run_cycle as run_one_cycle
 
 BUSY_RETRY_S = 0.5
 
 
-@shared_task(name="portal.scheduling.tasks.run_cycle", ignore_result=True)
+@shared_task(name=trigger.CYCLE_TASK, ignore_result=True)
 def run_cycle() -> dict:
     """One scheduling cycle. If another is running, ask for one more shortly after it.
 

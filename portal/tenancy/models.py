@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
-from portal.validators import MIN_RUNTIME_MAX_S, NAME_MAX, validate_dns_label
+from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX, validate_dns_label
 
 GPU_AMOUNT = {"max_digits": 9, "decimal_places": 2, "validators": [MinValueValidator(0)]}
 

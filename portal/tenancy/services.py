@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from portal.api.errors import conflict
-from portal.jobs.services import request_cycle_on_commit
+from portal.core.errors import conflict
+from portal.core.trigger import request_cycle_on_commit
 from portal.tenancy.models import Membership, Project
 
 

@@ -1,6 +1,6 @@
 """Pages for projects, members, nodes, users and the user's own account.
 
-Who may do what is asked of `portal.tenancy.access` (as the REST API does); what is valid is
+Who may do what is asked of `portal.access` (as the REST API does); what is valid is
 decided by the API's serializers and services, so the messages next to a field are the API's.
 A project the user may not see is a 404 here too.
 """
@@ -18,17 +18,19 @@ from django.views.decorators.http import require_POST
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import APIException
 
+from portal import access
+from portal.api.serializers.cluster import NodeSerializer
+from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.api.views.notify import WebhookSerializer
 from portal.cluster import services as node_services
 from portal.cluster.models import Node
-from portal.cluster.serializers import NodeSerializer
-from portal.jobs.overview import build_overview
-from portal.notify.api import WebhookSerializer
+from portal.dashboards.overview import build_overview
+from portal.jobs.health import POLICY_FIELDS
+from portal.jobs.queries import with_usage
 from portal.notify.models import Delivery, Preference, Webhook
-from portal.scheduling.health import POLICY_FIELDS
-from portal.tenancy import access, services
+from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Role
-from portal.tenancy.queries import min_runtimes, with_usage
-from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.tenancy.queries import min_runtimes
 from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
 
 PROJECT_FIELDS = {

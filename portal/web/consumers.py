@@ -12,7 +12,7 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from portal.jobs.overview import build_overview, overview_for, visible_projects
+from portal.dashboards.overview import build_overview, overview_for, visible_projects
 from portal.notify.dispatch import user_group
 from portal.scheduling.publish import GROUP
 

@@ -1,6 +1,6 @@
 """Researchers' pages: my jobs, submit, launch Jupyter, a job's detail with events and logs, stop.
 
-Jobs are reached through `portal.tenancy.access` (404 for other teams' jobs) and submitted with
+Jobs are reached through `portal.access` (404 for other teams' jobs) and submitted with
 the REST API's serializer and `services.submit_job`, so the page's messages are the API's.
 """
 
@@ -16,10 +16,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException
 
+from portal import access
+from portal.api.serializers.jobs import JobSerializer
 from portal.jobs import services
-from portal.jobs.models import JobType, ServiceType, Status
-from portal.jobs.serializers import JobSerializer
-from portal.tenancy import access
+from portal.jobs.models import JobEvent, JobType, ServiceType, Status
+from portal.scheduling.agent import job_urls
 from portal.web.forms import (
     DURATION,
     ENV,
@@ -135,9 +136,6 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Status, placement, events with the scheduler's reasons, live logs, links and Stop."""
-    from portal.jobs.models import JobEvent
-    from portal.scheduling.agent import job_urls
-
     job = access.get_job_for(request.user, project, name)
     events = JobEvent.objects.filter(job=job).order_by("time", "id")
     return render(

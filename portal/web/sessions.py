@@ -1,7 +1,7 @@
 """`/sessions/{project}/{name}/…`: a job's Jupyter server, through the portal only.
 
 An HTTP reverse proxy (an async view) and a websocket proxy (a Channels consumer, for kernels).
-Both check the same thing first, through `portal.tenancy.access`: the user is signed in, may see
+Both check the same thing first, through `portal.access`: the user is signed in, may see
 the job (else 404, as everywhere), and may run code in the project (researchers and admins;
 viewers get 403). Only then is the request passed on, with the server's token added, so the
 token never reaches the browser and the server answers nobody who did not come through here.
@@ -28,8 +28,8 @@ from django.views.decorators.csrf import csrf_exempt
 
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.sessions import LocalSessions, Session
+from portal import access
 from portal.scheduling.agent import session_secret
-from portal.tenancy import access
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",

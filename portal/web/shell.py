@@ -1,7 +1,7 @@
 """`/ws/jobs/{project}/{name}/shell/`: a terminal in a running job's first pod (`allot bash`).
 
 The CLI connects with its API token (`Authorization: Token …`), a browser with its session; the
-access check is the one every job route uses (`portal.tenancy.access`): a job the user cannot
+access check is the one every job route uses (`portal.access`): a job the user cannot
 see is refused as not found (close code 4404), a viewer may not run code (4403). The job must be
 Running on an agent that has containers (the Kubernetes agent; 4409 otherwise), whose exec
 stream (`agents.kubernetes.shell`) is then relayed both ways:
@@ -23,9 +23,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from portal import access
 from portal.jobs.models import Status
 from portal.scheduling.agent import get_agent, job_spec
-from portal.tenancy import access
 
 NOT_SIGNED_IN, FORBIDDEN, NOT_FOUND, NOT_POSSIBLE, CLUSTER_ERROR = 4401, 4403, 4404, 4409, 4502
 

@@ -12,7 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from portal.jobs.overview import build_overview
+from portal.dashboards.overview import build_overview
 
 
 @login_required

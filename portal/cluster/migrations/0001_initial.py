@@ -3,7 +3,7 @@
 import django.core.validators
 from django.db import migrations, models
 
-import portal.validators
+import portal.core.validators
 
 
 class Migration(migrations.Migration):
@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
                     models.CharField(
                         max_length=253,
                         unique=True,
-                        validators=[portal.validators.validate_dns_subdomain],
+                        validators=[portal.core.validators.validate_dns_subdomain],
                     ),
                 ),
                 (
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
                     models.CharField(
                         default="default",
                         max_length=63,
-                        validators=[portal.validators.validate_dns_label],
+                        validators=[portal.core.validators.validate_dns_label],
                     ),
                 ),
                 ("ready", models.BooleanField(default=True)),

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import portal.validators
+import portal.core.validators
 
 
 class Migration(migrations.Migration):
@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
                 (
                     "name",
                     models.CharField(
-                        max_length=40, validators=[portal.validators.validate_dns_label]
+                        max_length=40, validators=[portal.core.validators.validate_dns_label]
                     ),
                 ),
                 (

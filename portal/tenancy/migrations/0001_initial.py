@@ -5,7 +5,7 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-import portal.validators
+import portal.core.validators
 
 
 class Migration(migrations.Migration):
@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
                     models.CharField(
                         max_length=40,
                         unique=True,
-                        validators=[portal.validators.validate_dns_label],
+                        validators=[portal.core.validators.validate_dns_label],
                     ),
                 ),
                 (
@@ -81,7 +81,7 @@ class Migration(migrations.Migration):
                     models.CharField(
                         max_length=40,
                         unique=True,
-                        validators=[portal.validators.validate_dns_label],
+                        validators=[portal.core.validators.validate_dns_label],
                     ),
                 ),
                 (

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from portal.jobs.analytics import auto_step, roll_up, source_for
+from portal.dashboards.analytics import auto_step, roll_up, source_for
 from portal.jobs.models import UsageRollup, UsageSample
 
 pytestmark = pytest.mark.django_db

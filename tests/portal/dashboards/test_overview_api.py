@@ -3,7 +3,7 @@
 import pytest
 
 from portal.cluster import metrics
-from portal.jobs.overview import build_full_overview, overview_for
+from portal.dashboards.overview import build_full_overview, overview_for
 from portal.scheduling.settle import settle
 
 pytestmark = pytest.mark.django_db

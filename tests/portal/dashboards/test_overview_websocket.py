@@ -8,7 +8,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
 
-from portal.jobs.overview import build_full_overview
+from portal.dashboards.overview import build_full_overview
 from portal.scheduling.publish import GROUP
 from portal.scheduling.settle import settle
 from portal.web.consumers import OverviewConsumer

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from portal.jobs.models import Job, JobEvent, Status, UsageSample
 from portal.scheduling import snapshot
@@ -193,8 +194,7 @@ def test_each_committed_change_publishes_the_overview_to_its_group(cluster, monk
     from portal.scheduling import publish
 
     monkeypatch.setattr(publish, "MIN_INTERVAL_S", 0)
-    monkeypatch.setattr(publish, "_last", float("-inf"))
-    monkeypatch.setattr(publish, "_build_s", 0.0)
+    cache.delete(publish.STATE_KEY)
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)("overview", channel)
@@ -212,10 +212,8 @@ def test_the_overview_goes_out_at_most_once_a_second_and_owed_changes_follow(mon
 
     sent, now = [], [100.0]
     monkeypatch.setattr(publish, "_send", lambda: sent.append(now[0]) or True)
-    monkeypatch.setattr(publish, "monotonic", lambda: now[0])
-    monkeypatch.setattr(publish, "_last", float("-inf"))
-    monkeypatch.setattr(publish, "_owed", False)
-    monkeypatch.setattr(publish, "_build_s", 0.0)
+    monkeypatch.setattr(publish, "clock", lambda: now[0])
+    cache.delete(publish.STATE_KEY)
     assert publish.publish_overview(changed=True)
     assert publish.owed_in() is None
     now[0] += 0.5
@@ -243,10 +241,8 @@ def test_a_slow_overview_build_stretches_the_interval_to_five_times_its_cost(mon
         return True
 
     monkeypatch.setattr(publish, "_send", slow_send)
-    monkeypatch.setattr(publish, "monotonic", lambda: now[0])
-    monkeypatch.setattr(publish, "_last", float("-inf"))
-    monkeypatch.setattr(publish, "_owed", False)
-    monkeypatch.setattr(publish, "_build_s", 0.0)
+    monkeypatch.setattr(publish, "clock", lambda: now[0])
+    cache.delete(publish.STATE_KEY)
     assert publish.publish_overview(changed=True)
     now[0] = 101.5  # 1.5 s after the last send began: over MIN_INTERVAL_S, under 5 x 0.4 s
     assert not publish.publish_overview(changed=True)

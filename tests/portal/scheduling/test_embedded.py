@@ -6,9 +6,9 @@ import time
 
 import pytest
 
+from portal.core.trigger import request_cycle
 from portal.jobs.models import HOLDING, Status
 from portal.scheduling.embedded import start_embedded_cycle, stop_embedded_cycle
-from portal.scheduling.trigger import request_cycle
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -230,7 +230,7 @@ def test_a_job_that_keeps_writing_is_never_stuck(cluster, clock):
 def test_restarting_pods_make_a_job_stuck_at_once_and_recovery_clears_the_flag():
     from datetime import UTC, datetime
 
-    from portal.scheduling.health import HealthPolicy, JobHealth, judge
+    from portal.jobs.health import HealthPolicy, JobHealth, judge
 
     now = datetime(2026, 11, 1, tzinfo=UTC)
     policy = HealthPolicy(stuck_after_s=3600)

@@ -15,8 +15,8 @@ from django.test import override_settings
 from agents.kubernetes.agent import KubernetesAgent
 from agents.kubernetes.inventory import KubernetesConfig
 from portal.cluster.models import Node
+from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import HOLDING, Job, Status
-from portal.jobs.overview import build_full_overview
 from portal.scheduling.agent import _build_agent, job_urls
 from tests.agents.kubernetes.fake_api import FakeKubernetes, Monotonic, node
 from tests.portal.scheduling.conftest import Cluster, load_scenario

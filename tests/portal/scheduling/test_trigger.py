@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from portal.scheduling import embedded, tasks, trigger
+from portal.celery import app
+from portal.core import trigger
+from portal.scheduling import tasks
 
 REDIS_URL = "redis://127.0.0.1:6379/12"  # a database of its own: the test flushes it
 
@@ -15,7 +17,7 @@ def sent(settings, monkeypatch) -> list[dict]:
     settings.REDIS_URL = REDIS_URL
     redis.Redis.from_url(REDIS_URL).flushdb()
     calls: list[dict] = []
-    monkeypatch.setattr(tasks.run_cycle, "apply_async", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: calls.append({"task": name, **kw}))
     return calls
 
 
@@ -23,6 +25,7 @@ def test_a_burst_of_changes_sends_one_task_until_the_task_begins(sent):
     for _ in range(50):
         trigger.request_cycle()
     assert len(sent) == 1 and sent[0]["expires"] > 0
+    assert sent[0]["task"] == tasks.run_cycle.name
     trigger.clear_request()  # what the task does before it reads the database
     trigger.request_cycle()
     assert len(sent) == 2
@@ -33,15 +36,18 @@ def test_a_busy_task_asks_for_one_more_cycle_shortly_after(sent, monkeypatch):
 
     monkeypatch.setattr(tasks, "run_one_cycle", lambda wait: CycleResult("busy"))
     assert tasks.run_cycle.run()["status"] == "busy"
-    assert sent == [{"countdown": tasks.BUSY_RETRY_S, "expires": trigger.TASK_EXPIRES_S}]
+    assert sent == [
+        {"task": tasks.run_cycle.name, "countdown": tasks.BUSY_RETRY_S,
+         "expires": trigger.TASK_EXPIRES_S}
+    ]  # fmt: skip
 
 
-def test_without_redis_it_wakes_the_embedded_timer_and_never_raises(settings, monkeypatch):
+def test_without_redis_it_wakes_the_embedded_timer_and_never_raises(settings):
     settings.REDIS_URL = None
-    woken = []
-    monkeypatch.setattr(embedded, "wake", lambda: woken.append(True))
+    trigger.cycle_wanted.clear()
     trigger.request_cycle()
-    assert woken == [True]
+    assert trigger.cycle_wanted.is_set()  # the event the embedded timer thread waits on
+    trigger.cycle_wanted.clear()
 
 
 def test_a_broker_that_is_down_does_not_fail_the_request(settings, caplog):

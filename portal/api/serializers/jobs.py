@@ -12,10 +12,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 
+from portal import access
 from portal.cluster.models import Node
+from portal.core.validators import NAME_MAX, validate_dns_label
 from portal.jobs.models import Job, JobEvent, JobType, ServiceType
-from portal.tenancy import access
-from portal.validators import NAME_MAX, validate_dns_label
+from portal.scheduling.agent import job_urls
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
@@ -214,7 +215,6 @@ class JobSerializer(serializers.ModelSerializer):
         return round(max((end - job.submitted_at).total_seconds(), 0.0), 1)
 
     def get_urls(self, job: Job) -> list[dict]:
-        from portal.scheduling.agent import job_urls
 
         return job_urls(job) if job.holds_gpus and job.ports else []
 

@@ -1,4 +1,4 @@
-"""DRF permission classes; each one asks `portal.tenancy.access`, which holds the rules.
+"""DRF permission classes; each one asks `portal.access`, which holds the rules.
 
 Object permissions run after the lookup, so a user who may not see an object gets the
 lookup's 404 before any 403 could tell them it exists.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from portal.tenancy import access
+from portal import access
 
 
 class IsClusterAdmin(BasePermission):

@@ -16,13 +16,17 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from portal.api.errors import conflict
-from portal.jobs import analytics, services
+from portal import access
+from portal.api.permissions import IsClusterAdmin, MaySubmit
+from portal.api.serializers.jobs import JobEventSerializer, JobSerializer
+from portal.core.errors import conflict
+from portal.dashboards import analytics
+from portal.dashboards.overview import build_overview, visible_projects
+from portal.jobs import services
 from portal.jobs.models import Job, JobEvent, JobType, Status
-from portal.jobs.overview import build_overview, visible_projects
-from portal.jobs.serializers import JobEventSerializer, JobSerializer
-from portal.tenancy import access
-from portal.tenancy.permissions import IsClusterAdmin, MaySubmit
+from portal.scheduling import cycle_metrics
+from portal.scheduling.agent import job_logs
+from portal.scheduling.settle import settle_response
 
 FILTERS = {"status": Status.values, "type": JobType.values}
 TAIL_MAX = 10_000
@@ -129,7 +133,6 @@ class JobLogs(JobMixin, APIView):
         ),
     )
     def get(self, request, project: str, name: str) -> Response:
-        from portal.scheduling.agent import job_logs
 
         job = self.job()
         tail = parse_tail(request.query_params.get("tail", "200"))
@@ -288,12 +291,16 @@ def parse_step(raw: str | None, start, end) -> int:
 
 
 class SchedulerCycles(APIView):
-    """POST: run cycles until one decides nothing (with the agent's transitions); the decisions."""
+    """GET: the latest cycles' timings, lock hold time among them (`cycle_metrics`).
+    POST: run cycles until one decides nothing (with the agent's transitions); the decisions."""
 
     permission_classes = [IsClusterAdmin]
 
+    @extend_schema(responses={200: dict})
+    def get(self, request) -> Response:
+        return Response(cycle_metrics.summary())
+
     @extend_schema(request=None, responses={200: dict})
     def post(self, request) -> Response:
-        from portal.scheduling.settle import settle_response
 
         return Response(settle_response(), status=status.HTTP_200_OK)

@@ -7,10 +7,10 @@ from collections.abc import Iterable
 
 from rest_framework import serializers
 
+from portal.api.serializers.jobs import _no_django_validation_error
 from portal.cluster.models import MAX_GPUS_PER_NODE, Node
+from portal.core.validators import validate_dns_label, validate_dns_subdomain
 from portal.jobs.models import HOLDING, Job
-from portal.jobs.serializers import _no_django_validation_error
-from portal.validators import validate_dns_label, validate_dns_subdomain
 
 
 def device_use(jobs: Iterable[Job] | None = None) -> dict[str, dict[int, list[tuple[Job, float]]]]:

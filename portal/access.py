@@ -11,8 +11,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import Http404
 
+from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job
-from portal.scheduling.health import POLICY_FIELDS
 from portal.tenancy.models import Membership, Project, Role
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rest_framework import generics
 
+from portal import access
+from portal.api.permissions import ClusterAdminWrites
+from portal.api.serializers.cluster import NodeSerializer
 from portal.cluster import services
 from portal.cluster.models import Node
-from portal.cluster.serializers import NodeSerializer
-from portal.tenancy import access
-from portal.tenancy.permissions import ClusterAdminWrites
 
 
 class NodeContextMixin:

@@ -14,17 +14,18 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from portal.api.errors import conflict
-from portal.tenancy import access, services
-from portal.tenancy.models import Membership, Project
-from portal.tenancy.permissions import (
+from portal import access
+from portal.api.permissions import (
     ClusterAdminWrites,
     IsClusterAdmin,
     MayEditProject,
     MayManageMembers,
 )
-from portal.tenancy.queries import with_usage
-from portal.tenancy.serializers import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.core.errors import conflict
+from portal.jobs.queries import with_usage
+from portal.tenancy import services
+from portal.tenancy.models import Membership, Project
 
 
 class ProjectList(generics.ListCreateAPIView):

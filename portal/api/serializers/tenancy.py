@@ -8,8 +8,9 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from portal.api.serializers.jobs import dns_label
 from portal.cluster.models import Node
-from portal.jobs.serializers import dns_label
+from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 from portal.tenancy.models import (
     MIN_RUNTIME_NEVER,
     MIN_RUNTIME_RANGE,
@@ -20,10 +21,9 @@ from portal.tenancy.models import (
     Project,
     Role,
 )
-from portal.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 
 GPUS = {"max_digits": 9, "decimal_places": 2, "min_value": 0}
-# a policy in seconds; null: as the department says, else off (see portal.scheduling.health)
+# a policy in seconds; null: as the department says, else off (see portal.jobs.health)
 SECONDS = {"min_value": 1, "max_value": 365 * 24 * 3600, "allow_null": True, "required": False}
 # a minimum run time before eviction (R7.4): -1 (never) or 0 to a year; null: as the department
 # says, else the cluster default

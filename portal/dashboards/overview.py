@@ -18,12 +18,12 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from portal import access
 from portal.cluster import metrics
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, JobEvent, JobType, Status, UsageSample
-from portal.tenancy import access
+from portal.jobs.queries import with_usage
 from portal.tenancy.models import Project
-from portal.tenancy.queries import with_usage
 
 JOBS_SHOWN = 1000  # per list and viewer; the totals count them all
 IDLE_BELOW = 0.05  # a GPU under 5 % utilization is idle (Run:AI's "idle allocated GPUs")

@@ -8,8 +8,8 @@ from rest_framework import generics, serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
+from portal import access
 from portal.notify.models import Delivery, Preference, Webhook
-from portal.tenancy import access
 
 
 class WebhookSerializer(serializers.ModelSerializer):
