@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scheduler.bands import check_bands
@@ -25,6 +25,7 @@ from scheduler.minruntime import parse_min_runtime
 from scheduler.predict import BURST_GAP_S, EvalJob, Predictor, evaluate
 
 from .engine import Cluster, SimOptions, Simulation
+from .metrics import RunResult
 from .policies import POLICIES, PolicySpec, get_policy
 from .reference import pooled_fifo
 from .report import summary_table, team_table, write_csvs
@@ -148,11 +149,26 @@ def parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _cluster_arguments(p)
+    _run_arguments(p)
+    _reference_arguments(p)
+    _policy_arguments(p)
+    _predictor_arguments(p)
+    _output_arguments(p)
+    return p
+
+
+def _cluster_arguments(p: argparse.ArgumentParser) -> None:
+    """The trace and the cluster it runs on."""
     p.add_argument("trace", help="job trace CSV")
     p.add_argument("--nodes", help="cluster shape COUNTxGPUS, e.g. 352x8")
     p.add_argument("--gpus-per-node", type=int, default=8, help="with --quotas and no --nodes")
     p.add_argument("--quotas", help="per-team quota CSV (team,nodes[,gpus])")
     p.add_argument("--vc-scale", type=float, default=1.0, help="scale every VC's node count")
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    """The policies, where they write, and how the trace is replayed."""
     p.add_argument(
         "--policy",
         action="append",
@@ -174,12 +190,20 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--team-column", default="team", help="column naming the team (e.g. qos)")
     p.add_argument("--limit-jobs", type=int, help="replay only the first N jobs")
+
+
+def _reference_arguments(p: argparse.ArgumentParser) -> None:
+    """Figures printed beside the runs: the predictor's accuracy, the pooled reference."""
     p.add_argument("--predictor-eval", action="store_true", help="print the predictor's accuracy")
     p.add_argument(
         "--pooled-reference",
         action="store_true",
         help="print the queueing of a pooled fluid cluster (no nodes, teams or evictions)",
     )
+
+
+def _policy_arguments(p: argparse.ArgumentParser) -> None:
+    """What the registered policies take from the command line: service bands, min runtimes."""
     p.add_argument(
         "--service-bands",
         metavar="H1,H2,...",
@@ -195,6 +219,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="DURATION",
         help="R7.4: a job may not be preempted by its own team until it has run this long",
     )
+
+
+def _predictor_arguments(p: argparse.ArgumentParser) -> None:
+    """The run-time predictor's settings, and the earlier predictors for comparison."""
     p.add_argument("--quantile", type=float, default=0.5, help="predictor quantile")
     p.add_argument("--min-samples", type=int, default=3, help="predictor group minimum")
     p.add_argument(
@@ -217,6 +245,10 @@ def parser() -> argparse.ArgumentParser:
         help="a job submitted within this long of the one before, with the same user, project, "
         f"image and GPUs, joins its burst (default {BURST_GAP_S:g})",
     )
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    """The depth bound, the files written and the progress bar."""
     p.add_argument(
         "--no-depth-bound",
         action="store_true",
@@ -225,12 +257,42 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs-csv", choices=("plain", "gz", "none"), default="plain")
     p.add_argument("--no-html", action="store_true", help="skip report.html")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    return p
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line changes in every registered policy: service bands (L1) and the
+    min-runtime defaults (R7.4); None where not given."""
+
+    bands: tuple[float, ...] | None
+    reclaim_min: float | None
+    preempt_min: float | None
+
+    def spec(self, name: str) -> PolicySpec:
+        """The registered policy `name` with these overrides."""
+        spec = with_bands(get_policy(name), self.bands)
+        return with_min_runtime(spec, self.reclaim_min, self.preempt_min)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run every requested policy on the trace, print the tables, write the files."""
     args = parser().parse_args(argv)
+    check_arguments(args)
+    overrides = parse_overrides(args)
+    trace = _read(args)
+    cluster = build_cluster(args, trace)
+    setting = describe_setting(args, trace, cluster, overrides)
+    print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
+    _print_references(args, trace, cluster)
+    results = run_policies(args, trace, cluster, overrides, setting)
+    _print_tables(results)
+    if args.out:
+        _write_files(Path(args.out), results, setting, args)
+    return 0
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """SystemExit naming the flag whose value makes no sense, or that needs another."""
     if args.vc_scale != 1.0 and not args.quotas:
         raise SystemExit("--vc-scale scales the VCs of --quotas; give --quotas")
     if args.cycle_s <= 0:
@@ -239,11 +301,20 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     if not 0 <= args.burst_gap < float("inf"):
         raise SystemExit(f"--burst-gap must be a number of seconds >= 0, not {args.burst_gap:g}")
-    bands = parse_bands(args.service_bands) if args.service_bands is not None else None
-    reclaim_min = parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime")
-    preempt_min = parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime")
+
+
+def parse_overrides(args: argparse.Namespace) -> Overrides:
+    """--service-bands and the min-runtime flags, parsed (SystemExit naming a bad one)."""
+    return Overrides(
+        bands=parse_bands(args.service_bands) if args.service_bands is not None else None,
+        reclaim_min=parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime"),
+        preempt_min=parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime"),
+    )
+
+
+def _read(args: argparse.Namespace) -> Trace:
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
-    trace = read_trace(
+    return read_trace(
         args.trace,
         node_gpus=node_gpus,
         round_up_fractions=args.round_up_fractions,
@@ -251,8 +322,36 @@ def main(argv: list[str] | None = None) -> int:
         limit=args.limit_jobs,
         time_scale=args.time_scale,
     )
-    cluster = build_cluster(args, trace)
-    options = SimOptions(
+
+
+def describe_setting(
+    args: argparse.Namespace, trace: Trace, cluster: Cluster, overrides: Overrides
+) -> str:
+    """One line naming the trace, the cluster and every flag that changes the figures."""
+    fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
+    scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
+    runtime = _runtime_label(overrides.reclaim_min, overrides.preempt_min)
+    return (
+        f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
+        f"{runtime}{_predictor_label(args)}"
+    )
+
+
+def _print_references(args: argparse.Namespace, trace: Trace, cluster: Cluster) -> None:
+    if args.predictor_eval:
+        print(predictor_report(trace, args))
+    if args.pooled_reference:
+        pooled = pooled_fifo(trace, cluster.gpus)
+        print(
+            f"pooled reference (one pool of {cluster.gpus} GPUs, greedy FIFO, no nodes, teams "
+            f"or evictions): avg queue {pooled.avg_queue_s:,.0f} s, max "
+            f"{pooled.max_queue_s:,.0f} s, makespan {pooled.makespan_s / 86400:.2f} d"
+        )
+
+
+def sim_options(args: argparse.Namespace) -> SimOptions:
+    """The simulator's knobs from the command line."""
+    return SimOptions(
         cycle_s=args.cycle_s,
         restart=args.restart,
         progress=not args.quiet,
@@ -263,45 +362,44 @@ def main(argv: list[str] | None = None) -> int:
         bursts=not args.no_bursts,
         burst_gap_s=args.burst_gap,
     )
-    fractions = " (fractions rounded up to 1 GPU)" if args.round_up_fractions else ""
-    scale = f", arrivals x{args.time_scale:g}" if args.time_scale != 1.0 else ""
-    runtime = _runtime_label(reclaim_min, preempt_min)
-    setting = (
-        f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
-        f"{runtime}{_predictor_label(args)}"
-    )
-    print(setting + (f"; {trace.skipped} rows skipped" if trace.skipped else ""))
-    if args.predictor_eval:
-        print(predictor_report(trace, args))
-    if args.pooled_reference:
-        pooled = pooled_fifo(trace, cluster.gpus)
-        print(
-            f"pooled reference (one pool of {cluster.gpus} GPUs, greedy FIFO, no nodes, teams "
-            f"or evictions): avg queue {pooled.avg_queue_s:,.0f} s, max "
-            f"{pooled.max_queue_s:,.0f} s, makespan {pooled.makespan_s / 86400:.2f} d"
-        )
+
+
+def run_policies(
+    args: argparse.Namespace,
+    trace: Trace,
+    cluster: Cluster,
+    overrides: Overrides,
+    setting: str,
+) -> list[RunResult]:
+    """One simulation per --policy (default kai), in order, each labelled with the setting."""
+    options = sim_options(args)
     results = []
     for name in args.policy or ["kai"]:
         began = time.perf_counter()
-        spec = with_min_runtime(with_bands(get_policy(name), bands), reclaim_min, preempt_min)
-        result = Simulation(trace, cluster, spec, options).run()
+        result = Simulation(trace, cluster, overrides.spec(name), options).run()
         result.setting = setting
         results.append(result)
         if not args.quiet:
             print(f"{name}: {time.perf_counter() - began:.1f} s wall", file=sys.stderr)
+    return results
+
+
+def _print_tables(results: list[RunResult]) -> None:
     print(summary_table(results))
     for result in results:
         print()
         print(team_table(result))
-    if args.out:
-        out = Path(args.out)
-        written = write_csvs(out, results, args.jobs_csv)
-        if not args.no_html:
-            from .report import write_html
 
-            written.append(write_html(out, results, setting))
-        print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+
+def _write_files(
+    out: Path, results: list[RunResult], setting: str, args: argparse.Namespace
+) -> None:
+    written = write_csvs(out, results, args.jobs_csv)
+    if not args.no_html:
+        from .report import write_html
+
+        written.append(write_html(out, results, setting))
+    print("wrote " + ", ".join(str(p) for p in written))
 
 
 if __name__ == "__main__":
