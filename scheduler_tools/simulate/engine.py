@@ -214,9 +214,8 @@ class Simulation:
 
     # ------------------------------------------------------------------------------ events
     def _submit(self, trace_job: TraceJob, order: int) -> None:
+        """A trace job arrives: it joins its burst, gets its prediction and waits."""
         t = trace_job.submit_s
-        key = (trace_job.team, trace_job.job_id)
-        expected = None
         outcome = JobOutcome(
             trace_job.job_id,
             trace_job.team,
@@ -225,28 +224,8 @@ class Simulation:
             trace_job.submit_s,
             trace_job.duration_s,
         )
-        burst = ""
-        if self.bursts is not None:
-            burst = self.bursts.assign(
-                trace_job.user, trace_job.team, trace_job.image, trace_job.gpus, t,
-                trace_job.job_id,
-            )  # fmt: skip
-        if self.predictor is not None:
-            if self.options.censoring:
-                self._outlook(t)
-            guess = self.predictor.predict(
-                trace_job.user,
-                trace_job.team,
-                trace_job.image,
-                trace_job.gpus,
-                trace_job.estimate_s,
-                burst,
-            )
-            expected = guess.seconds
-            outcome.predicted_s, outcome.basis = guess.seconds, guess.basis
-        elif self.spec.oracle_runtime:  # a bound: every run time known exactly
-            expected = outcome.predicted_s = trace_job.duration_s
-            outcome.basis = "oracle"
+        burst = self._join_burst(trace_job)
+        self._predict_at_submit(trace_job, burst, outcome)
         job = Job(
             trace_job.team,
             trace_job.job_id,
@@ -255,14 +234,45 @@ class Simulation:
             order=order,
             user=trace_job.user,
             image=trace_job.image,
-            expected_s=expected,
+            expected_s=outcome.predicted_s,
         )
-        sim = _Sim(trace_job, key, job.milli_total, outcome)
+        sim = _Sim(trace_job, (trace_job.team, trace_job.job_id), job.milli_total, outcome)
         sim.burst = burst
-        self.sims[key] = sim
+        self.sims[sim.key] = sim
         self._enqueue(job)
+        self._count_submitted(sim, t)
+
+    def _join_burst(self, trace_job: TraceJob) -> str:
+        """The burst the job joins (its predictor group), or "" without bursts."""
+        if self.bursts is None:
+            return ""
+        return self.bursts.assign(
+            trace_job.user, trace_job.team, trace_job.image, trace_job.gpus, trace_job.submit_s,
+            trace_job.job_id,
+        )  # fmt: skip
+
+    def _predict_at_submit(self, trace_job: TraceJob, burst: str, outcome: JobOutcome) -> None:
+        """The job's predicted run time at submission, kept in its outcome: the predictor's,
+        the true one for an oracle policy (a bound), or none."""
+        if self.predictor is not None:
+            if self.options.censoring:
+                self._outlook(trace_job.submit_s)
+            guess = self.predictor.predict(
+                trace_job.user,
+                trace_job.team,
+                trace_job.image,
+                trace_job.gpus,
+                trace_job.estimate_s,
+                burst,
+            )
+            outcome.predicted_s, outcome.basis = guess.seconds, guess.basis
+        elif self.spec.oracle_runtime:  # a bound: every run time known exactly
+            outcome.predicted_s = trace_job.duration_s
+            outcome.basis = "oracle"
+
+    def _count_submitted(self, sim: _Sim, t: float) -> None:
         self.tracker.change(t, pending=+1)
-        team = self.teams[trace_job.team]
+        team = self.teams[sim.key[0]]
         team.change(t, demand=+sim.milli)
         team.add_pending(sim.milli)
 
