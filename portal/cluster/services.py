@@ -21,9 +21,9 @@ def highest_device_in_use(node_name: str) -> int:
     devices = [
         device
         for job in jobs_on(node_name)
-        for pod in job.placement
-        if pod["node"] == node_name
-        for device in pod["devices"]
+        for pod in job.placed_pods
+        if pod.node == node_name
+        for device in pod.devices
     ]
     return max(devices, default=-1)
 

@@ -238,12 +238,11 @@ def _priority(job: Job) -> int:
 def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
     on_device: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for job in holding:
-        for pod in job.placement:
-            for index in pod["devices"]:
-                on_device[pod["node"]][index].append(
-                    {"project": job.project.name, "name": job.name,
-                     "share": float(pod.get("share", 1.0))}
-                )  # fmt: skip
+        for pod in job.placed_pods:
+            for index in pod.devices:
+                on_device[pod.node][index].append(
+                    {"project": job.project.name, "name": job.name, "share": pod.share}
+                )
     rows = []
     for node in nodes:
         if not figures.at:

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 
 from portal.core.validators import NAME_MAX, validate_dns_label
+from portal.jobs.placement import Pod, decode
 from portal.tenancy.models import Project
 
 
@@ -138,7 +139,12 @@ class Job(models.Model):
     @property
     def nodes(self) -> list[str]:
         """The distinct nodes of the job's pods, in pod order."""
-        return list(dict.fromkeys(pod["node"] for pod in self.placement))
+        return list(dict.fromkeys(pod.node for pod in self.placed_pods))
+
+    @property
+    def placed_pods(self) -> tuple[Pod, ...]:
+        """Where each pod runs (`Job.placement` decoded); empty while the job holds nothing."""
+        return decode(self.placement)
 
 
 class JobEvent(models.Model):

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 from agents.base import Agent, JobSpec, PodSpec
 from agents.sessions import LocalSessions
 from agents.simulated import SimulatedAgent
+from portal.jobs import placement
 
 _agent: Agent | None = None
 _agent_lock = threading.Lock()
@@ -79,12 +80,9 @@ def _kubernetes_agent() -> Agent:
         ) from exc
 
 
-def placement_specs(placement: list[dict]) -> tuple[PodSpec, ...]:
+def placement_specs(stored: list[dict]) -> tuple[PodSpec, ...]:
     """`Job.placement` JSON as the agent's pod specs."""
-    return tuple(
-        PodSpec(pod["node"], tuple(pod.get("devices", ())), float(pod.get("share", 1.0)))
-        for pod in placement
-    )
+    return tuple(PodSpec(*pod) for pod in placement.decode(stored))
 
 
 SPEC_FIELDS = (

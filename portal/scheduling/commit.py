@@ -21,11 +21,12 @@ from django.db.models import Max
 from agents.base import Observation
 from portal.dashboards.analytics import roll_up
 from portal.dashboards.overview import IDLE_BELOW
+from portal.jobs import placement
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
 from portal.scheduling.observe import HealthNote, Transition
-from portal.scheduling.snapshot import ClusterState, with_current_run
+from portal.scheduling.snapshot import CycleRows, with_current_run
 from portal.tenancy.models import Project
 from scheduler import Decision, JobKey, Plan, PodPlacement, Snapshot, apply_plan
 
@@ -46,23 +47,16 @@ class Update:
     values: dict
 
 
-def placement_json(placement: Iterable[PodPlacement]) -> list[dict]:
-    """A plan's placement as `Job.placement` JSON, one entry per pod."""
-    return [{"node": p.node, "devices": list(p.devices), "share": p.share} for p in placement]
-
-
-def describe_placement(placement: Iterable[PodPlacement]) -> str:
+def describe_placement(pods: Iterable[PodPlacement]) -> str:
     """'dgx1-1 GPU 0,1; dgx1-2 GPU 3 (0.50)' for event messages."""
     return "; ".join(
         f"{p.node} GPU {','.join(map(str, p.devices))}"
         + (f" ({p.share:.2f})" if p.share < 1 else "")
-        for p in placement
+        for p in pods
     )
 
 
-def transition_updates(
-    state: ClusterState, changes: list[Transition], now: datetime
-) -> list[Update]:
+def transition_updates(state: CycleRows, changes: list[Transition], now: datetime) -> list[Update]:
     """Row updates for the agent's transitions (finished jobs give their placement back)."""
     updates = []
     for change in changes:
@@ -75,7 +69,7 @@ def transition_updates(
 
 
 def decision_updates(
-    state: ClusterState, plan: Plan, current: dict[JobKey, str], now: datetime
+    state: CycleRows, plan: Plan, current: dict[JobKey, str], now: datetime
 ) -> list[Update]:
     """Row updates for the plan: the last decision about a job sets it, from its current status."""
     final: dict[JobKey, Decision] = {}
@@ -92,7 +86,7 @@ def decision_updates(
                       "expected_end": None}  # fmt: skip
         else:  # a new run: the last run's outlook (B1) no longer holds
             values = {"status": Status.CONTAINER_CREATING,
-                      "placement": placement_json(decision.placement), "started_at": now,
+                      "placement": placement.encode(decision.placement), "started_at": now,
                       "pending_reason": "", "expected_end": None,
                       "backfilled": decision.action == "backfill"}  # B2, for B4  # fmt: skip
         if decision.kind != "start" and row.holding and row.started_at is not None:
@@ -102,7 +96,7 @@ def decision_updates(
     return updates
 
 
-def reason_updates(state: ClusterState, plan: Plan, decided: set[JobKey]) -> list[Update]:
+def reason_updates(state: CycleRows, plan: Plan, decided: set[JobKey]) -> list[Update]:
     """New pending reasons of jobs that stay pending (only those that changed are written)."""
     return [
         Update(state.rows[key].id, Status.PENDING, {"pending_reason": reason})
@@ -174,7 +168,7 @@ def _unnest_update(expected: str, fields: tuple[str, ...], updates: list[Update]
 
 
 def events(
-    state: ClusterState, plan: Plan, changes: list[Transition], now: datetime
+    state: CycleRows, plan: Plan, changes: list[Transition], now: datetime
 ) -> list[JobEvent]:
     """One JobEvent per transition and per decision, with the rule's reason as the message."""
     made = [_event(state, change.job, change.kind, change.message, now) for change in changes]
@@ -186,7 +180,7 @@ def events(
     return made
 
 
-def _event(state: ClusterState, key: JobKey, kind: str, message: str, now: datetime) -> JobEvent:
+def _event(state: CycleRows, key: JobKey, kind: str, message: str, now: datetime) -> JobEvent:
     row = state.rows[key]
     return JobEvent(
         time=now, job_id=row.id, project_id=row.project_id, job_name=key[1], kind=kind,
@@ -194,7 +188,7 @@ def _event(state: ClusterState, key: JobKey, kind: str, message: str, now: datet
     )  # fmt: skip
 
 
-def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) -> list[JobEvent]:
+def write_health(state: CycleRows, notes: list[HealthNote], now: datetime) -> list[JobEvent]:
     """Warnings and Stuck flags as events; activity, idleness, warnings and the Stuck flag as job
     row fields (one UPDATE per job that changed)."""
     warnings = JobEvent.objects.bulk_create(
@@ -207,7 +201,7 @@ def write_health(state: ClusterState, notes: list[HealthNote], now: datetime) ->
     return warnings
 
 
-def write_fair_shares(state: ClusterState, plan: Plan) -> None:
+def write_fair_shares(state: CycleRows, plan: Plan) -> None:
     """Store each project's fair share where it changed (the API reads it from the row)."""
     changed = [
         Project(id=info.id, fair_share=plan.fair_shares[name])
@@ -254,7 +248,7 @@ class _Tally:
 
 
 def write_usage(
-    state: ClusterState,
+    state: CycleRows,
     after: Snapshot,
     plan: Plan,
     utilization: dict[JobKey, float],
@@ -285,7 +279,7 @@ def write_usage(
 
 
 def commit_cycle(
-    state: ClusterState,
+    state: CycleRows,
     snapshot: Snapshot,
     plan: Plan,
     changes: list[Transition],

@@ -17,7 +17,7 @@ from portal.jobs.health import JobHealth
 from portal.jobs.models import FINISHED as ROW_FINISHED
 from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
-from portal.scheduling.snapshot import ClusterState, JobRow
+from portal.scheduling.snapshot import CycleRows, JobRow
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class HealthNote:
 
 
 def transitions(
-    observation: Observation, state: ClusterState
+    observation: Observation, state: CycleRows
 ) -> tuple[list[Transition], list[HealthNote]]:
     """The row changes `observation` calls for, in job order: a job a health policy ends
     (TimedOut), else the agent's phase changes; and the health notes (warnings, idleness)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from portal.cluster.models import Node as NodeRow
+from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
@@ -61,8 +62,9 @@ class ProjectRowInfo:
 
 
 @dataclass(frozen=True)
-class ClusterState:
-    """Everything read for one cycle: scheduler dataclasses plus the rows behind them."""
+class CycleRows:
+    """Everything one cycle read from the database: the scheduler's dataclasses and the rows
+    behind them (the core's device state is another thing: `scheduler.state.ClusterState`)."""
 
     nodes: tuple[Node, ...]
     departments: tuple[Department, ...]
@@ -103,11 +105,8 @@ def _gpus(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _placement(pods: list[dict]) -> tuple[PodPlacement, ...]:
-    return tuple(
-        PodPlacement(pod["node"], tuple(pod.get("devices", ())), float(pod.get("share", 1.0)))
-        for pod in pods
-    )
+def _placement(stored: list[dict]) -> tuple[PodPlacement, ...]:
+    return tuple(PodPlacement(*pod) for pod in placement.decode(stored))
 
 
 def load_nodes() -> tuple[Node, ...]:
@@ -187,36 +186,27 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         project = project_names.get(row.project_id)
         if project is None:
             continue
-        placement = _placement(row.placement) if row.status in HOLDING else ()
-        started = row.started_at.timestamp() if placement and row.started_at else None
+        pods = _placement(row.placement) if row.status in HOLDING else ()
+        started = row.started_at.timestamp() if pods and row.started_at else None
         job = Job(
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
-            placement=placement, user=row.user__username or "", image=row.image,
+            placement=pods, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
             expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
-            row.id,
-            row.project_id,
-            row.status,
-            row.pending_reason,
-            row.started_at,
-            row.type,
-            row.idle_since,
-            row.warned_for,
-            row.extended_s,
-            row.activity,
-            row.active_at,
-            row.stuck,
-            row.estimate_s,
-            row.held_gpu_s,
-        )
+            id=row.id, project_id=row.project_id, status=row.status,
+            pending_reason=row.pending_reason, started_at=row.started_at, type=row.type,
+            idle_since=row.idle_since, warned_for=row.warned_for, extended_s=row.extended_s,
+            activity=row.activity, active_at=row.active_at, stuck=row.stuck,
+            estimate_s=row.estimate_s, held_gpu_s=row.held_gpu_s,
+        )  # fmt: skip
     return tuple(jobs), index
 
 
-def load() -> ClusterState:
+def load() -> CycleRows:
     """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
 
     The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
@@ -227,7 +217,7 @@ def load() -> ClusterState:
     departments = load_departments()
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
-    return ClusterState(
+    return CycleRows(
         nodes=nodes,
         departments=departments,
         projects=projects,

@@ -19,9 +19,9 @@ def device_use(jobs: Iterable[Job] | None = None) -> dict[str, dict[int, list[tu
         jobs = Job.objects.filter(status__in=HOLDING).select_related("project")
     use: dict[str, dict[int, list]] = defaultdict(lambda: defaultdict(list))
     for job in jobs:
-        for pod in job.placement:
-            for device in pod["devices"]:
-                use[pod["node"]][device].append((job, float(pod.get("share", 1.0))))
+        for pod in job.placed_pods:
+            for device in pod.devices:
+                use[pod.node][device].append((job, pod.share))
     return use
 
 
