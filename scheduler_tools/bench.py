@@ -131,46 +131,60 @@ def sweep(gpus: int, projects: int) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The command line (README: "The scheduling core")."""
+    p = argparse.ArgumentParser(
         prog="python -m scheduler_tools.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--scenario", choices=sorted(BUILDERS), default="fill")
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--projects", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=4000)
-    parser.add_argument("--json", action="store_true", help="end with one JSON object")
-    parser.add_argument("--sweep", action="store_true", help="every shape at three sizes")
-    args = parser.parse_args(argv)
+    p.add_argument("--scenario", choices=sorted(BUILDERS), default="fill")
+    p.add_argument("--nodes", type=int, default=500)
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--projects", type=int, default=100)
+    p.add_argument("--jobs", type=int, default=4000)
+    p.add_argument("--json", action="store_true", help="end with one JSON object")
+    p.add_argument("--sweep", action="store_true", help="every shape at three sizes")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
+    args = parser().parse_args(argv)
     if args.sweep:
-        rows = sweep(args.gpus_per_node, args.projects)
-        print(
-            f"{'scenario':<9}{'nodes':>7}{'jobs':>7}{'started':>9}{'evicted':>9}"
-            f"{'cycles':>7}{'slowest s':>11}{'total s':>9}"
-        )
-        for r in rows:
-            print(
-                f"{r['scenario']:<9}{r['nodes']:>7}{r['jobs']:>7}{r['started']:>9}"
-                f"{r['evicted']:>9}{r['cycles']:>7}{r['cycle_s']:>11.3f}{r['total_s']:>9.3f}"
-            )
-        if args.json:
-            print(json.dumps(rows))
+        print_sweep(sweep(args.gpus_per_node, args.projects), args.json)
         return 0
     result = run(args.scenario, args.nodes, args.gpus_per_node, args.projects, args.jobs)
+    print_run(result, args.json)
+    return 0
+
+
+def print_sweep(rows: list[dict], as_json: bool) -> None:
+    """One line per shape and size; with `as_json`, then every row as one JSON list."""
     print(
-        f"{result['scenario']}: {args.nodes} nodes x {args.gpus_per_node} GPUs, "
-        f"{args.projects} projects, {args.jobs} jobs -> started {result['started']}, "
+        f"{'scenario':<9}{'nodes':>7}{'jobs':>7}{'started':>9}{'evicted':>9}"
+        f"{'cycles':>7}{'slowest s':>11}{'total s':>9}"
+    )
+    for r in rows:
+        print(
+            f"{r['scenario']:<9}{r['nodes']:>7}{r['jobs']:>7}{r['started']:>9}"
+            f"{r['evicted']:>9}{r['cycles']:>7}{r['cycle_s']:>11.3f}{r['total_s']:>9.3f}"
+        )
+    if as_json:
+        print(json.dumps(rows))
+
+
+def print_run(result: dict, as_json: bool) -> None:
+    """One sentence (on stderr with `as_json`, whose JSON object is then the last line)."""
+    print(
+        f"{result['scenario']}: {result['nodes']} nodes x {result['gpus_per_node']} GPUs, "
+        f"{result['projects']} projects, {result['jobs']} jobs -> started {result['started']}, "
         f"evicted {result['evicted']} in {result['cycles']} cycle(s); slowest cycle "
         f"{result['cycle_s']:.3f} s, total {result['total_s']:.3f} s",
-        file=sys.stderr if args.json else sys.stdout,
+        file=sys.stderr if as_json else sys.stdout,
     )
-    if args.json:
+    if as_json:
         print(json.dumps(result))
-    return 0
 
 
 if __name__ == "__main__":
