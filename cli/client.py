@@ -34,10 +34,17 @@ class Api:
 
     def call(self, method: str, path: str, **kwargs) -> Any:
         """One request; the JSON answer, or CliError naming what went wrong."""
+        return self.answer(self.send(method, path, **kwargs))
+
+    def send(self, method: str, path: str, **kwargs) -> httpx.Response:
+        """One request; the response as it came (CliError when the portal cannot be reached)."""
         try:
-            response = self.http.request(method, f"/api/v1/{path.lstrip('/')}", **kwargs)
+            return self.http.request(method, f"/api/v1/{path.lstrip('/')}", **kwargs)
         except httpx.HTTPError as exc:
             raise CliError(f"cannot reach {self.url}: {exc}") from None
+
+    def answer(self, response: httpx.Response) -> Any:
+        """The JSON of a response, or CliError with the API's field messages."""
         if response.status_code >= 400:
             try:
                 body = response.json()

@@ -8,6 +8,7 @@ import time
 from datetime import UTC, datetime
 
 import click
+import yaml
 from rich.console import Console
 from rich.table import Table
 
@@ -197,7 +198,11 @@ class Duration(click.ParamType):
 
 
 @cli.command()
-@click.argument("name")
+@click.argument("name", required=False)
+@click.option(
+    "--from", "from_file", type=click.File("r"), default=None,
+    help="submit every job in this YAML or JSON file (a list of jobs, or {jobs: [...]}) at once",
+)  # fmt: skip
 @click.option("-p", "--project", help="the project (default: `allot project set`)")
 @click.option("-i", "--image", default="", help="container image")
 @click.option(
@@ -233,9 +238,14 @@ class Duration(click.ParamType):
 @click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="seconds --wait waits at most")  # fmt: skip
-def submit(name, project, image, gpus, pods, interactive, command, args, environment, ports,
-           service_type, pvc, priority, estimate, wait, timeout):  # fmt: skip
-    """Submit job NAME (Pending until the scheduler starts it)."""
+def submit(name, from_file, project, image, gpus, pods, interactive, command, args, environment,
+           ports, service_type, pvc, priority, estimate, wait, timeout):  # fmt: skip
+    """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE."""
+    if (name is None) == (from_file is None):
+        raise click.UsageError("give a job NAME or --from FILE (a sweep), not both")
+    if from_file is not None:
+        submit_sweep(from_file, project)
+        return
     body = {
         "project": project_of(project), "name": name, "image": image, "gpus": gpus,
         "pods": pods, "type": "interactive" if interactive else "train",
@@ -254,6 +264,56 @@ def submit(name, project, image, gpus, pods, interactive, command, args, environ
         click.echo(
             f"You can run `allot get {job['name']} -p {job['project']}` to check its status."
         )
+
+
+BULK_MAX = 1000  # jobs per request (the API's limit)
+
+
+def read_sweep(file, project: str | None) -> list[dict]:
+    """The jobs of a YAML or JSON file (a list, or a mapping with `jobs`), each with a project."""
+    try:
+        loaded = yaml.safe_load(file)
+    except yaml.YAMLError as exc:
+        raise CliError(f"{file.name}: not YAML or JSON: {exc}") from None
+    jobs = loaded.get("jobs") if isinstance(loaded, dict) else loaded
+    if not isinstance(jobs, list) or not jobs or not all(isinstance(j, dict) for j in jobs):
+        raise CliError(f"{file.name}: expected a list of jobs (mappings), or {{jobs: [...]}}")
+    default = None
+    for job in jobs:
+        if "project" not in job:
+            default = default or project_of(project)
+            job["project"] = default
+    return jobs
+
+
+def describe_sweep_errors(jobs: list[dict], errors: dict, offset: int) -> str:
+    """`{"1": {"gpus": [...]}}` as one line per failing job, named by its index and name."""
+    lines = []
+    for index, fields in sorted(errors.items(), key=lambda item: int(item[0])):
+        job = jobs[offset + int(index)]
+        what = "; ".join(f"{field}: {' '.join(map(str, reasons))}"
+                         for field, reasons in fields.items())  # fmt: skip
+        lines.append(f"job {offset + int(index)} ({job.get('name', '?')}): {what}")
+    return "\n".join(lines)
+
+
+def submit_sweep(file, project: str | None) -> None:
+    """POST the file's jobs to jobs/bulk/, at most BULK_MAX a request (each request all or
+    nothing; a failure stops before the next request and says how many were stored)."""
+    jobs = read_sweep(file, project)
+    client, stored = api(), 0
+    for offset in range(0, len(jobs), BULK_MAX):
+        chunk = jobs[offset : offset + BULK_MAX]
+        response = client.send("POST", "jobs/bulk/", json={"jobs": chunk})
+        done = f" ({stored} submitted before)" if stored else ""
+        if response.status_code == 400 and isinstance(response.json().get("jobs"), dict):
+            errors = describe_sweep_errors(jobs, response.json()["jobs"], offset)
+            raise CliError(f"no job of this batch was submitted{done}:\n{errors}")
+        try:
+            stored += client.answer(response)["created"]
+        except CliError as exc:
+            raise CliError(f"no job of this batch was submitted{done}: {exc}") from None
+    click.echo(f"{stored} jobs have been submitted successfully (Pending).")
 
 
 RUNNING, FINISHED = "Running", ("Succeeded", "Failed")

@@ -5,6 +5,7 @@ from django.urls import path
 from portal.api.views.cluster import NodeDetail, NodeList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
+    JobBulk,
     JobDetail,
     JobEvents,
     JobExtend,
@@ -45,6 +46,7 @@ urlpatterns = [
     ),
     path("me/notifications/", MyPreference.as_view(), name="my-notifications"),
     path("jobs/", JobList.as_view(), name="job-list"),
+    path("jobs/bulk/", JobBulk.as_view(), name="job-bulk"),
     path("jobs/<str:project>/<str:name>/", JobDetail.as_view(), name="job-detail"),
     path("jobs/<str:project>/<str:name>/events/", JobEvents.as_view(), name="job-events"),
     path("jobs/<str:project>/<str:name>/logs/", JobLogs.as_view(), name="job-logs"),

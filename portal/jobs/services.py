@@ -65,6 +65,42 @@ def submit_job(user, project: Project, **fields) -> Job:
     return job
 
 
+def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
+    """Store many new Pending jobs at once (a sweep), all or none, in a few statements: one
+    INSERT of the jobs, one of their events, one cycle asked for.
+
+    `entries` are (project, validated fields) pairs whose names differ within a project; a name
+    already taken is a 409 naming the first such job, and nothing is stored.
+    """
+    who = user.get_username() if user else "someone"
+    try:
+        with transaction.atomic():
+            _refuse_taken(entries)
+            jobs = Job.objects.bulk_create(
+                Job(project=project, user=user, status=Status.PENDING, **fields)
+                for project, fields in entries
+            )
+            JobEvent.objects.bulk_create(
+                new_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
+                for job in jobs
+            )
+            request_cycle_on_commit()
+    except IntegrityError:  # a concurrent submission took a name between check and insert
+        raise conflict("jobs", "a job of this batch was submitted meanwhile; retry") from None
+    return jobs
+
+
+def _refuse_taken(entries: list[tuple[Project, dict]]) -> None:
+    wanted = {(project.id, fields["name"]) for project, fields in entries}
+    taken = Job.objects.filter(
+        project_id__in={project_id for project_id, _ in wanted},
+        name__in={name for _, name in wanted},
+    ).values_list("project_id", "name", "project__name")
+    for project_id, name, project_name in taken:
+        if (project_id, name) in wanted:
+            raise conflict("jobs", f"a job named {name!r} already exists in {project_name}")
+
+
 def stop_job(job: Job, user=None) -> None:
     """Stop and remove `job`: its GPUs are free once this commits, its events stay.
 

@@ -94,3 +94,27 @@ def test_login_stores_url_and_token_readable_by_the_owner_only(allot, tmp_path, 
     path = tmp_path / "config.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text())["url"] == live_server.url
+
+
+def test_a_sweep_from_a_file_is_submitted_at_once_and_its_errors_name_the_job(allot, tmp_path):
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(
+        "jobs:\n"
+        + "".join(f"  - {{name: lr-{i}, gpus: 1, image: python:3.11}}\n" for i in range(12))
+        + "  - {name: big, project: team-b, gpus: 0.5}\n"
+    )
+    assert allot("project", "set", "team-a").returncode == 0
+    done = allot("submit", "--from", str(sweep))
+    assert done.returncode == 0, done.stderr
+    assert "13 jobs have been submitted successfully (Pending)." in done.stdout
+    names = {(j["project"], j["name"]) for j in json.loads(allot("list", "-A", "--json").stdout)}
+    assert ("team-a", "lr-11") in names and ("team-b", "big") in names
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"name": "ok-1"}, {"name": "bad-2", "gpus": -1}]))
+    failed = allot("submit", "--from", str(bad))
+    assert failed.returncode == 1
+    assert "no job of this batch was submitted" in failed.stderr
+    assert "job 1 (bad-2): gpus: must be greater than 0" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    both = allot("submit", "one", "--from", str(bad))
+    assert both.returncode == 2 and "not both" in both.stderr

@@ -219,7 +219,15 @@ class JobSerializer(serializers.ModelSerializer):
         return job_urls(job) if job.holds_gpus and job.ports else []
 
     def validate_project(self, name: str):
-        """The project must exist and be visible (404 otherwise) and allow the user to submit."""
+        """The project must exist and be visible (404 otherwise) and allow the user to submit.
+
+        Checked once per project name and request (a bulk submission names few projects)."""
+        checked = self.context.setdefault("checked_projects", {})
+        if name not in checked:
+            checked[name] = self._submittable_project(name)
+        return checked[name]
+
+    def _submittable_project(self, name: str):
         user = self.context["request"].user
         project = access.projects_for(user).filter(name=name).first()
         if project is None:
@@ -235,7 +243,9 @@ class JobSerializer(serializers.ModelSerializer):
         return env
 
     def validate(self, attrs: dict) -> dict:
-        largest = Node.objects.aggregate(largest=Max("gpus"))["largest"] or 0
+        if "largest_node" not in self.context:  # once per request, however many jobs
+            self.context["largest_node"] = Node.objects.aggregate(largest=Max("gpus"))["largest"]
+        largest = self.context["largest_node"] or 0
         if attrs["gpus"] > largest:
             asked = f"{float(attrs['gpus']):g}"
             raise serializers.ValidationError(
@@ -250,3 +260,23 @@ class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
         fields = ["time", "kind", "message"]
+
+
+BULK_MAX = 1000
+
+
+class BulkJobsSerializer(serializers.Serializer):
+    """Many jobs in one request (a sweep): each as `POST /api/v1/jobs/` takes it."""
+
+    jobs = JobSerializer(many=True, allow_empty=False, max_length=BULK_MAX)
+
+    def validate_jobs(self, jobs: list[dict]) -> list[dict]:
+        seen: set[tuple[str, str]] = set()
+        for job in jobs:
+            key = (job["project"].name, job["name"])
+            if key in seen:
+                raise serializers.ValidationError(
+                    f"the job name {key[1]!r} appears twice for project {key[0]}"
+                )
+            seen.add(key)
+        return jobs

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from portal import access
 from portal.api.permissions import IsClusterAdmin, MaySubmit
-from portal.api.serializers.jobs import JobEventSerializer, JobSerializer
+from portal.api.serializers.jobs import BulkJobsSerializer, JobEventSerializer, JobSerializer
 from portal.core.errors import conflict
 from portal.dashboards import analytics
 from portal.dashboards.overview import build_overview, visible_projects
@@ -89,6 +89,43 @@ class JobList(generics.ListCreateAPIView):
         visible = access.projects_for(self.request.user)
         if isinstance(name, str) and not visible.filter(name=name).exists():
             raise NotFound({"project": [f"project {name!r} not found"]})
+
+
+class JobBulk(APIView):
+    """POST many jobs at once (a sweep, `allot submit --from FILE`): all are stored Pending, or
+    none. Each job is checked as `POST /api/v1/jobs/` checks it; errors name the failing jobs by
+    their index: `{"jobs": {"1": {"gpus": ["must be greater than 0"]}}}`."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        request=BulkJobsSerializer,
+        responses={
+            201: inline_serializer(
+                "BulkCreated",
+                {
+                    "created": serializers.IntegerField(),
+                    "jobs": inline_serializer(
+                        "BulkCreatedJob",
+                        {"project": serializers.CharField(), "name": serializers.CharField(),
+                         "status": serializers.CharField()},
+                        many=True,
+                    ),
+                },
+            )
+        },
+    )  # fmt: skip
+    def post(self, request) -> Response:
+        serializer = BulkJobsSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        entries = []
+        for fields in serializer.validated_data["jobs"]:
+            fields = dict(fields)
+            entries.append((fields.pop("project"), fields))
+        jobs = services.submit_jobs(request.user, entries)
+        created = [{"project": job.project.name, "name": job.name, "status": job.status}
+                   for job in jobs]  # fmt: skip
+        return Response({"created": len(jobs), "jobs": created}, status=status.HTTP_201_CREATED)
 
 
 class JobDetail(JobMixin, generics.RetrieveDestroyAPIView):
