@@ -1,4 +1,5 @@
-# Allot's one image: web (daphne), worker and beat (celery) run it with different commands.
+# Allot's one image: web (gunicorn with uvicorn workers), worker and beat (celery) run it with
+# different commands.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -22,4 +23,4 @@ RUN SECRET_KEY=collectstatic-only DEBUG=0 DATABASE_URL=sqlite:////tmp/build.sqli
 
 USER allot
 EXPOSE 8000
-CMD ["daphne", "--bind", "0.0.0.0", "--port", "8000", "portal.asgi:application"]
+CMD ["gunicorn", "portal.asgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "4"]

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal bench-dashboards bench-eta replay clean
+.PHONY: run test check lint format bench bench-portal bench-load bench-dashboards bench-eta replay clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,9 +43,15 @@ bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
 	$(PY) -m scheduler_tools.bench --sweep
 
-# The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run).
+# The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run):
+# 4,000 jobs one POST each, then the same as sweeps of 100 through jobs/bulk/.
 bench-portal: $(STAMP)
 	$(PY) benchmarks/portal_bench.py
+	$(PY) benchmarks/portal_bench.py --bulk 100
+
+# Twenty REST clients submitting and listing for 60 s on the same stack.
+bench-load: $(STAMP)
+	$(PY) benchmarks/load_bench.py
 
 # Analytics over 30 days x 100 projects, and 50 live overview websockets (PostgreSQL + Redis).
 bench-dashboards: $(STAMP)

@@ -219,6 +219,12 @@ def _database(url: str) -> dict:
         config = dj_database_url.parse(url, conn_max_age=envint("DB_CONN_MAX_AGE", 0))
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL={url!r}: {exc}") from None
+    if config["ENGINE"] == "django.db.backends.postgresql" and envbool("DB_POOL", True):
+        # A pool per process (psycopg_pool): under ASGI every request runs in a thread of its
+        # own, so without one each request would open and close a connection of its own.
+        config["CONN_MAX_AGE"] = 0  # Django refuses persistent connections beside a pool
+        size = envint("DB_POOL_MAX", 8, minimum=1)
+        config["OPTIONS"] = {"pool": {"min_size": 1, "max_size": size, "timeout": 30}}
     if config["ENGINE"] == "django.db.backends.sqlite3":
         Path(config["NAME"]).parent.mkdir(parents=True, exist_ok=True)
         # The embedded cycle thread and the request threads write concurrently: IMMEDIATE takes

@@ -43,10 +43,11 @@ def test_it_runs_postgres_redis_web_worker_and_beat(services):
     assert services["redis"]["image"].startswith("redis:")
 
 
-def test_web_serves_the_asgi_application_with_daphne_on_port_8000(services):
+def test_web_serves_the_asgi_application_from_several_worker_processes_on_port_8000(services):
     web = services["web"]
-    assert command(web).startswith("daphne ")
-    assert "portal.asgi:application" in command(web) and "--port 8000" in command(web)
+    assert command(web).startswith("gunicorn portal.asgi:application ")
+    assert "--worker-class uvicorn_worker.UvicornWorker" in command(web)
+    assert "--workers" in command(web) and "--bind 0.0.0.0:8000" in command(web)
     assert any(str(port).endswith(":8000") for port in web["ports"])
 
 
