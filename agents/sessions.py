@@ -8,10 +8,35 @@ so every link it writes goes back through the portal. The token never leaves the
 proxy adds it to each request, so the server is useless to anyone who reaches the port without
 going through the portal's login and project check.
 
-Each server runs under a small watchdog (`python -m agents.sessions --parent PID -- COMMAND`) that
-ends it when the portal process that started it is gone, so stopping `make run` leaves no stray
-Jupyter behind; the next cycle of a new portal process starts again the sessions the database
-still holds.
+A notebook runs a researcher's code, and researchers are untrusted: a session gets nothing of
+the portal's (issue 22).
+
+- Its user. When the portal runs as root, each session runs as a system user of its own
+  (`session_user`: "allot-" and 12 hex digits of its project and name), made with `useradd
+  --system` when the session starts and deleted, with every process and temporary file it left,
+  when it stops. It cannot read the portal's private files, another session's home, or
+  `/proc/<pid>/environ` of a process that is not its own (the kernel allows that only to the
+  process's owner or to whoever may ptrace it). A portal that is not root cannot switch users,
+  so it refuses to start a session (`SessionNotStarted`, and the job fails saying why) unless it
+  is told it is one person's embedded trial (`single_user`, which `make run` sets): then the
+  notebook runs as the portal's own user, whose code it is anyway.
+- Its environment, built from nothing (`session_environment`): PATH, LANG, HOME and Jupyter's
+  directories inside the session's home, its token and the job's own environment. Nothing of the
+  portal's environment (SECRET_KEY, DATABASE_URL, REDIS_URL, ...) reaches it.
+- Its files. The sessions directory belongs to the portal: 0711 when sessions have users of
+  their own (a user reaches its home by name but lists nothing), else 0700. Each session's home
+  (`<project>--<name>/`, its notebooks in `work/`) is 0700 and the session's own, and the server
+  runs with umask 077. The session's description (port, token, pid), its lock, its server's log
+  and why it did not start are the portal's 0600 files beside the homes. The `private` paths
+  the portal names (its var/, database file, .env, secret files) are closed to other users
+  before a session starts (files 0600, directories 0700, or 0711 on the way to the sessions);
+  one that cannot be closed is a refusal.
+
+Each server runs under a small watchdog (`python -I agents/sessions.py --parent PID -- COMMAND`,
+as the session's user) that prepares the home, then ends the server when the portal process
+that started it is gone, so stopping `make run` leaves no stray Jupyter behind; the next cycle of
+a new portal process starts again the sessions the database still holds. The watchdog runs this
+file as a script, so this module imports the standard library only.
 
 A session is described by a small JSON file in `directory` (port, token, pid), written when the
 server starts and removed when it stops, so every process of the portal on this machine (the web
@@ -23,20 +48,41 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
+import pwd
+import re
 import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 JUPYTER_PORT = 8888
+USER_PREFIX = "allot-"  # a session's system user: the prefix and 12 hex digits (`session_user`)
+WATCHDOG = Path(__file__).resolve()
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"  # where useradd and userdel live
+NOLOGIN = next((p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exists()),
+               "/bin/false")  # fmt: skip
+# Temporary files a session's user left in these shared places go with the user, so a later
+# session that is given the same uid finds nothing of this one.
+SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+_accounts = threading.Lock()  # one useradd / userdel at a time from this process
+Environment = Mapping[str, str] | Iterable[tuple[str, str]]  # a job's variables
+
+
+class SessionNotStarted(RuntimeError):
+    """A session may not, or could not, start on this machine; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -62,22 +108,76 @@ def session_path(project: str, name: str) -> str:
     return f"/sessions/{project}/{name}/"
 
 
-class LocalSessions:
-    """Starts, finds and stops local JupyterLab servers, one per (project, job name)."""
+def session_user(project: str, name: str) -> str:
+    """The system user a session runs as when the portal runs as root."""
+    return USER_PREFIX + hashlib.sha256(f"{project}/{name}".encode()).hexdigest()[:12]
 
-    def __init__(self, directory: Path, command: tuple[str, ...] | None = None):
-        self.directory = Path(directory)
-        self.command = command or (sys.executable, "-m", "jupyterlab")
+
+def session_environment(
+    home: Path, token: str, environment: Mapping[str, str], user: str
+) -> dict[str, str]:
+    """A session's whole environment, built from nothing: a PATH that finds this Python's tools,
+    LANG, the job's own variables, then HOME, TMPDIR and Jupyter's and IPython's directories
+    inside the session's home, and its token. Nothing of the portal's own environment."""
+    env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"}
+    env.update({str(key): str(value) for key, value in environment.items()})
+    env.update({
+        "HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp"),
+        "JUPYTER_TOKEN": token,
+        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(home / ".runtime"),
+        "IPYTHONDIR": str(home / ".ipython"),
+    })  # fmt: skip
+    return env
+
+
+class LocalSessions:
+    """Starts, finds and stops local JupyterLab servers, one per (project, job name).
+
+    `python`: the interpreter that runs the watchdog and (unless `command` says otherwise)
+    JupyterLab and its kernels, the portal's own by default; sessions' users must be able to run
+    it. `single_user`: this portal is one person's embedded trial (`make run`), so a portal that
+    is not root may run notebooks as its own user; otherwise it refuses to. `private`: the
+    portal's paths no session may read (closed to other users before each start)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        command: tuple[str, ...] | None = None,
+        *,
+        python: str | None = None,
+        single_user: bool = False,
+        private: Iterable[Path | str] = (),
+    ):
+        self.directory = Path(directory).absolute()
+        self.python = python or sys.executable
+        self.command = tuple(command or (self.python, "-m", "jupyterlab"))
+        self.single_user = single_user
+        self.private = tuple(Path(path).absolute() for path in private)
+
+    @property
+    def isolated(self) -> bool:
+        """True when each session runs as a system user of its own (the portal runs as root)."""
+        return os.geteuid() == 0
 
     # -- the life of a session -------------------------------------------------------------------
 
-    def start(self, project: str, name: str) -> Session:
-        """Start the job's server unless it runs already; its description either way."""
+    def start(self, project: str, name: str, environment: Environment = ()) -> Session:
+        """Start the job's server unless it runs already; its description either way.
+
+        Raises SessionNotStarted when it may not or could not start; `failure` then says why."""
         with self._locked(project, name):
             running = self._read(project, name)
             if running is not None and _alive(running.pid):
                 return running
-            return self._spawn(project, name)
+            try:
+                session = self._spawn(project, name, dict(environment))
+            except SessionNotStarted as exc:
+                _write_private(self._refusal(project, name), str(exc))
+                raise
+            self._refusal(project, name).unlink(missing_ok=True)
+            return session
 
     def get(self, project: str, name: str) -> Session | None:
         """The job's running session, or None."""
@@ -99,28 +199,42 @@ class LocalSessions:
             return False
 
     def failure(self, project: str, name: str) -> str | None:
-        """Why the job's server is gone when it was started and has exited (its last log line),
-        else None."""
+        """Why the job has no server: it was refused or could not start, or it started and has
+        exited (its last log line); None while it runs or when it was never started."""
         session = self._read(project, name)
-        if session is None or _alive(session.pid):
+        if session is None:
+            try:
+                return f"Jupyter was not started: {self._refusal(project, name).read_text()}"
+            except OSError:
+                return None
+        if _alive(session.pid):
             return None
         try:
-            lines = (self._home(project, name) / "jupyter.log").read_text(errors="replace")
+            lines = self._log(project, name).read_text(errors="replace")
         except OSError:
             lines = ""
         last = [line for line in lines.splitlines() if line.strip()][-1:] or ["no output"]
-        return f"the Jupyter server exited: {last[0][-300:]}"
+        blocked = _unreachable(self.directory) if self.isolated else None
+        hint = f" (the sessions' users cannot reach {self.directory}: {blocked})" if blocked else ""
+        return f"the Jupyter server exited: {last[0][-300:]}{hint}"
 
     def stop(self, project: str, name: str, grace_s: float = 0.5) -> bool:
-        """Stop the job's server and remove its files; False when there was none."""
+        """Stop the job's server (and, with a user of its own, every process of that user),
+        remove its files and its user; False when there was no server."""
         with self._locked(project, name):
             session = self._read(project, name)
             self._file(project, name).unlink(missing_ok=True)
+            self._refusal(project, name).unlink(missing_ok=True)
+            if session is not None:
+                _terminate(session.pid, grace_s)
+            account = _account_of(session_user(project, name)) if self.isolated else None
+            if account is not None:
+                _kill_all(account, self.python)
             shutil.rmtree(self._home(project, name), ignore_errors=True)
-        if session is None:
-            return False
-        _terminate(session.pid, grace_s)
-        return True
+            self._log(project, name).unlink(missing_ok=True)
+            if account is not None:
+                _remove_user(account)
+        return session is not None
 
     def all(self) -> list[Session]:
         """Every session with a live server."""
@@ -131,48 +245,91 @@ class LocalSessions:
                 found.append(session)
         return found
 
+    def refusal(self) -> str | None:
+        """Why no session may start here, or None."""
+        if self.isolated:
+            blocked = _unreachable(Path(self.python), executable=True)
+            if blocked:
+                return (
+                    f"the sessions' users cannot run {self.python} ({blocked}): install a Python "
+                    "with JupyterLab that every user may run and name it in ALLOT_SESSIONS_PYTHON"
+                )
+            return None
+        if self.single_user:
+            return None
+        uid = os.geteuid()
+        return (
+            f"refusing to run a researcher's notebook as the portal's own user "
+            f"({_username(uid)}, uid {uid}): it could read the portal's environment, files and "
+            "database. Run the portal as root, so that each session gets a system user of its "
+            "own, or turn local sessions off (ALLOT_SIM_JUPYTER=0; ALLOT_AGENT=kubernetes runs "
+            "notebooks in pods); only a one-person trial with `make run` may allow it "
+            "(ALLOT_SESSIONS_SINGLE_USER=1)."
+        )
+
     # -- files and processes -----------------------------------------------------------------
 
-    def _spawn(self, project: str, name: str) -> Session:
+    def _spawn(self, project: str, name: str, environment: dict[str, str]) -> Session:
+        reason = self.refusal()
+        if reason:
+            raise SessionNotStarted(reason)
+        self._seal()
+        account = _account(session_user(project, name), self._home(project, name), project,
+                           name) if self.isolated else None  # fmt: skip
         home = self._home(project, name)
-        home.mkdir(parents=True, exist_ok=True)
+        _make_home(home, account)
         port, token, base_url = _free_port(), secrets.token_hex(24), session_path(project, name)
-        _quiet_settings(home)
-        log = open(home / "jupyter.log", "ab")  # noqa: SIM115 (the child keeps it open)
-        env = dict(os.environ, JUPYTER_TOKEN=token, HOME=str(home),
-                   JUPYTER_CONFIG_DIR=str(home / ".jupyter"),
-                   JUPYTER_RUNTIME_DIR=str(home / ".runtime"))  # fmt: skip
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "agents.sessions",
-                "--parent",
-                str(os.getpid()),
-                "--",
-                *self.command,
-                "--no-browser",
-                "--ip=127.0.0.1",
-                f"--port={port}",
-                f"--ServerApp.base_url={base_url}",
-                f"--ServerApp.root_dir={home / 'work'}",
-                "--ServerApp.allow_remote_access=True",
-                "--LabApp.news_url=",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--ServerApp.terminals_enabled=False",
-                *(["--allow-root"] if os.geteuid() == 0 else []),
-            ],
-            cwd=home,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip (a process group of its own: the watchdog below and the server)
-        log.close()
-        (home / "work").mkdir(exist_ok=True)
+        user = account.pw_name if account else _username(os.geteuid())
+        as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if (
+            account) else {}  # fmt: skip
+        watchdog = [self.python, "-I", str(WATCHDOG), "--parent", str(os.getpid()), "--"]
+        server = [
+            *self.command,
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--ServerApp.base_url={base_url}",
+            f"--ServerApp.root_dir={home / 'work'}",
+            "--ServerApp.allow_remote_access=True",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--ServerApp.terminals_enabled=False",
+        ]
+        try:
+            with _open_private(self._log(project, name)) as log:
+                process = subprocess.Popen(
+                    watchdog + server,
+                    cwd=home,
+                    env=session_environment(home, token, environment, user),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # a group of its own: the watchdog and the server
+                    umask=0o077,
+                    **as_user,
+                )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            raise SessionNotStarted(f"the Jupyter server could not be started: {exc}") from exc
         session = Session(project, name, port, token, process.pid, base_url)
-        self._file(project, name).write_text(json.dumps(session.__dict__))
+        _write_private(self._file(project, name), json.dumps(session.__dict__))
         return session
+
+    def _seal(self) -> None:
+        """Close the sessions directory, the files in it and the `private` paths to others."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.directory, 0o711 if self.isolated else 0o700)
+        with os.scandir(self.directory) as entries:
+            for entry in entries:  # descriptions and logs 0600, homes 0700 (earlier versions: 0644)
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+                    _close(Path(entry.path), info, passage=False, strict=False)
+        for path in self.private:
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            passage = self.isolated and stat.S_ISDIR(info.st_mode) and (
+                self.directory.is_relative_to(path))  # fmt: skip
+            _close(path, info, passage, strict=self.isolated)
 
     def _read(self, project: str, name: str) -> Session | None:
         return _load(self._file(project, name))
@@ -180,13 +337,20 @@ class LocalSessions:
     def _file(self, project: str, name: str) -> Path:
         return self.directory / f"{project}--{name}.json"
 
+    def _log(self, project: str, name: str) -> Path:
+        return self.directory / f"{project}--{name}.log"
+
+    def _refusal(self, project: str, name: str) -> Path:
+        return self.directory / f"{project}--{name}.failed"
+
     def _home(self, project: str, name: str) -> Path:
         return self.directory / f"{project}--{name}"
 
     @contextlib.contextmanager
     def _locked(self, project: str, name: str):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / f"{project}--{name}.lock", "w") as lock:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.directory / f"{project}--{name}.lock"
+        with open(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -194,9 +358,156 @@ class LocalSessions:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _quiet_settings(home: Path) -> None:
-    """No "get Jupyter news?" prompt: the server has no internet and the user came to work."""
-    folder = home / ".jupyter" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+def _close(path: Path, info: os.stat_result, passage: bool, strict: bool) -> None:
+    """Take group's and others' rights from `path`, but leave `passage` directories 0711 (the
+    sessions' users go through them). `strict`: a path others could still read is a refusal."""
+    mode = stat.S_IMODE(info.st_mode)
+    wanted = (mode & 0o700) | (0o011 if passage else 0)
+    if mode == wanted:
+        return
+    try:
+        os.chmod(path, wanted)
+    except OSError as exc:
+        if strict and mode & 0o007 & ~wanted:
+            raise SessionNotStarted(
+                f"{path} is open to every user of this machine (mode {mode:04o}) and could not "
+                f"be closed ({exc.strerror}), so a notebook could read it: make it private "
+                "(chmod go-rwx)"
+            ) from exc
+
+
+def _make_home(home: Path, account: pwd.struct_passwd | None) -> None:
+    """The session's home, 0700 and (with a user of its own) that user's, notebooks and all."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(home, 0o700)
+    info = os.lstat(home)
+    if not stat.S_ISDIR(info.st_mode):
+        raise SessionNotStarted(f"{home} is not a directory")
+    owner = (account.pw_uid, account.pw_gid) if account else (info.st_uid, info.st_gid)
+    if (info.st_uid, info.st_gid) != owner:  # a home of an earlier user, or of the portal
+        for folder, dirs, files in os.walk(home):
+            for entry in (folder, *(os.path.join(folder, item) for item in dirs + files)):
+                os.chown(entry, *owner, follow_symlinks=False)
+    os.chmod(home, 0o700)
+
+
+def _account(user: str, home: Path, project: str, name: str) -> pwd.struct_passwd:
+    """The session's system user, made when it does not exist yet."""
+    found = _account_of(user)
+    if found is not None:
+        return found
+    comment = re.sub(r"[^A-Za-z0-9._/ -]", "-", f"Allot session {project}/{name}")
+    command = ["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+               str(home), "--shell", NOLOGIN, "--comment", comment, user]  # fmt: skip
+    why = ""
+    for attempt in range(5):  # another process may hold /etc/passwd's lock for a moment
+        try:
+            with _accounts:
+                done = subprocess.run(command, capture_output=True, text=True,
+                                      env={"PATH": ADMIN_PATH}, timeout=30)  # fmt: skip
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise SessionNotStarted(f"could not create the session's user {user}: {exc}") from exc
+        found = _account_of(user)
+        if found is not None:
+            return found
+        why = done.stderr.strip() or f"useradd exited with {done.returncode}"
+        time.sleep(0.2 * (attempt + 1))
+    raise SessionNotStarted(f"could not create the session's user {user}: {why}")
+
+
+def _account_of(user: str) -> pwd.struct_passwd | None:
+    try:
+        return pwd.getpwnam(user)
+    except KeyError:
+        return None
+
+
+def _username(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _kill_all(account: pwd.struct_passwd, python: str) -> None:
+    """SIGKILL every process of the session's user, those that left the server's process group
+    too: kill(-1) from a process of that user reaches exactly the processes it may signal."""
+    if account.pw_uid in (0, os.geteuid()):
+        return  # never: those are the portal's own
+    kill = shutil.which("kill", path=SYSTEM_PATH)
+    code = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass"
+    command = [kill, "-KILL", "-1"] if kill else [python, "-I", "-S", "-c", code]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(command, user=account.pw_uid, group=account.pw_gid, extra_groups=[],
+                       env={}, cwd="/", capture_output=True, timeout=30, check=False)  # fmt: skip
+
+
+def _unreachable(path: Path, executable: bool = False) -> str | None:
+    """Why a user of neither the owner nor the group of `path` could not reach it (or run it):
+    the first directory on its way, or the file behind its links, without `x` for others; None
+    when nothing blocks. (Mode bits only, ACLs aside: an explanation, not a guarantee.)"""
+    absolute = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(path))
+    for folder in (*reversed(absolute.parents), *reversed(real.parents)):
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError as exc:
+            return f"{folder}: {exc.strerror}"
+        if not mode & 0o001:
+            return f"{folder} is {stat.filemode(mode)}"
+    if executable:
+        try:
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            return f"{real}: {exc.strerror}"
+        if not mode & 0o001:
+            return f"{real} is {stat.filemode(mode)}"
+    return None
+
+
+def _remove_user(account: pwd.struct_passwd) -> None:
+    """Delete the session's user and what it left in the shared temporary directories."""
+    if account.pw_uid in (0, os.geteuid()):
+        return
+    for place in SHARED_TEMP:
+        with contextlib.suppress(OSError), os.scandir(place) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != account.pw_uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+    with _accounts, contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(["userdel", "--force", account.pw_name], capture_output=True,
+                       env={"PATH": ADMIN_PATH}, timeout=30, check=False)  # fmt: skip
+
+
+def _write_private(path: Path, text: str) -> None:
+    """`text` as the whole of `path`, a 0600 file of the portal's (readers never see half)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.unlink(missing_ok=True)
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with open(descriptor, "w") as out:
+        out.write(text)
+    os.replace(partial, path)
+
+
+def _open_private(path: Path):
+    """`path` opened for appending, a 0600 file of the portal's (the server's log)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    os.fchmod(descriptor, 0o600)
+    return open(descriptor, "ab")
+
+
+def _prepare_home() -> None:
+    """In the session's home (the working directory), as the session's user: the notebooks'
+    folder, a temporary folder of its own, and no "get Jupyter news?" prompt (the server has no
+    internet and the user came to work). Relative paths: they work wherever the home is."""
+    for folder in ("work", "tmp"):
+        Path(folder).mkdir(mode=0o700, exist_ok=True)
+    folder = Path(".jupyter", "lab", "user-settings", "@jupyterlab", "apputils-extension")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
@@ -222,8 +533,8 @@ def _alive(pid: int) -> bool:
         if done == pid:
             return False
     try:  # someone else's exited child waits to be reaped: a zombie is not alive
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
+        with open(f"/proc/{pid}/stat") as stat_file:
+            return stat_file.read().rpartition(")")[2].split()[0] != "Z"
     except OSError:
         return True
 
@@ -269,5 +580,6 @@ def watch(parent: int, command: list[str], poll_s: float = 1.0) -> int:
 if __name__ == "__main__":
     _, flag, parent_pid, separator, *rest = sys.argv
     if flag != "--parent" or separator != "--" or not rest:
-        sys.exit("usage: python -m agents.sessions --parent PID -- COMMAND ...")
+        sys.exit("usage: python -I agents/sessions.py --parent PID -- COMMAND ...")
+    _prepare_home()
     sys.exit(watch(int(parent_pid), rest))

@@ -12,6 +12,7 @@ logs, a Celery worker running the cycle) computes the same answers.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import threading
@@ -21,7 +22,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from .base import JobKey, JobSpec, JobStatus, NodeStatus, Observation, Phase, PodStatus
-from .sessions import JUPYTER_PORT, LocalSessions, session_path
+from .sessions import JUPYTER_PORT, LocalSessions, SessionNotStarted, session_path
 
 Clock = Callable[[], datetime]
 LOG_EVERY_S = 10.0  # one training log line per 10 s of running time
@@ -64,8 +65,9 @@ class SimulatedAgent:
         """Run `job` (idempotent; a new placement or start time replaces the old one: a move)."""
         with self._lock:
             self._jobs[job.key] = job
-        if self.has_session(job):
-            self.sessions.start(job.project, job.name)
+        if self.has_session(job):  # a refusal is the job's failure, reported by `status`
+            with contextlib.suppress(SessionNotStarted):
+                self.sessions.start(job.project, job.name, job.environment)
 
     def stop(self, project: str, name: str) -> None:
         """Forget the job (and stop its Jupyter server); unknown jobs are ignored."""

@@ -131,10 +131,14 @@ def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+SECRET_FILES: list[Path] = []  # every NAME_FILE read: no Jupyter session may read them
+
+
 def envsecret(name: str) -> str | None:
     """A secret from `NAME`, or from the file named by `NAME_FILE` (trailing newline dropped)."""
     path = os.environ.get(f"{name}_FILE")
     if path:
+        SECRET_FILES.append(Path(path))
         try:
             return Path(path).read_text().rstrip("\n")
         except OSError as exc:
@@ -301,6 +305,21 @@ ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")
 # Under the simulated agent, interactive jobs on port 8888 get a real local JupyterLab
 ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)
 ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")))
+# A local session runs a researcher's code on this machine (README, "Security"). A portal run as
+# root starts each as a system user of its own; one that is not root refuses to, unless this is
+# one person's embedded trial: `make run` sets ALLOT_SESSIONS_SINGLE_USER=1, and the notebook
+# then runs as the portal's own user, its only researcher. Never with REDIS_URL (many users).
+ALLOT_SESSIONS_SINGLE_USER = envbool("ALLOT_SESSIONS_SINGLE_USER", False)
+if ALLOT_SESSIONS_SINGLE_USER and not EMBEDDED:
+    raise ImproperlyConfigured(
+        "ALLOT_SESSIONS_SINGLE_USER=1 is for the embedded single-user `make run` only: with "
+        "REDIS_URL set the portal serves many researchers, and none may run a notebook as the "
+        "portal's user. Unset it, and run the portal as root (each session gets a user of its "
+        "own), use ALLOT_AGENT=kubernetes, or set ALLOT_SIM_JUPYTER=0"
+    )
+# The Python that runs sessions' JupyterLab and kernels (default: the portal's own). Sessions'
+# users must be able to run it: a pyenv Python under a 0700 /root is out of their reach.
+ALLOT_SESSIONS_PYTHON = envstr("ALLOT_SESSIONS_PYTHON", "") or None
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 # Run-time predictions and pending jobs' ETAs are refreshed after a cycle at most this often.
 ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)
@@ -406,3 +425,21 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- What no Jupyter session may read (last: every NAME_FILE secret is known by now) ---------
+
+# Closed to other users (files 0600, directories 0700, or 0711 on the way to the sessions) before
+# each local session starts: var/ (the SQLite database, the sessions' descriptions and their
+# tokens), the SQLite database wherever it is, .env, every NAME_FILE secret, and the paths listed
+# in ALLOT_SESSIONS_PRIVATE_PATHS (comma-separated).
+ALLOT_SESSIONS_PRIVATE_PATHS = [
+    VAR_DIR,
+    BASE_DIR / ".env",
+    *(
+        Path(f"{DATABASES['default']['NAME']}{suffix}")
+        for suffix in ("", "-wal", "-shm")
+        if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    ),
+    *SECRET_FILES,
+    *(Path(path) for path in envlist("ALLOT_SESSIONS_PRIVATE_PATHS", "")),
+]

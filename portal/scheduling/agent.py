@@ -33,7 +33,14 @@ def get_agent() -> Agent:
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
         sessions = (
-            LocalSessions(settings.ALLOT_SESSIONS_DIR) if settings.ALLOT_SIM_JUPYTER else None
+            LocalSessions(
+                settings.ALLOT_SESSIONS_DIR,
+                python=settings.ALLOT_SESSIONS_PYTHON,
+                single_user=settings.ALLOT_SESSIONS_SINGLE_USER,
+                private=settings.ALLOT_SESSIONS_PRIVATE_PATHS,
+            )
+            if settings.ALLOT_SIM_JUPYTER
+            else None
         )
         return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions)
     if kind == "kubernetes":

@@ -26,11 +26,11 @@ def wait(predicate, timeout: float = 30.0) -> bool:
     return False
 
 
-def test_a_session_starts_once_answers_and_stops(tmp_path):
-    sessions = LocalSessions(tmp_path)
+def test_a_session_starts_once_answers_and_stops(make_sessions, sessions_dir):
+    sessions = make_sessions()
     first = sessions.start("team-e", "nb")
     assert sessions.start("team-e", "nb").pid == first.pid  # idempotent
-    assert LocalSessions(tmp_path).get("team-e", "nb") == first  # another process sees it
+    assert LocalSessions(sessions_dir).get("team-e", "nb") == first  # another process sees it
     assert first.base_url == "/sessions/team-e/nb/"
     assert wait(lambda: sessions.ready("team-e", "nb"))
     assert sessions.stop("team-e", "nb")
@@ -40,8 +40,8 @@ def test_a_session_starts_once_answers_and_stops(tmp_path):
     assert not sessions.stop("team-e", "nb")
 
 
-def test_a_crashed_server_is_a_failure_with_its_last_words(tmp_path):
-    sessions = LocalSessions(tmp_path)
+def test_a_crashed_server_is_a_failure_with_its_last_words(make_sessions):
+    sessions = make_sessions()
     session = sessions.start("team-e", "crash")
     os.killpg(session.pid, signal.SIGKILL)
     assert wait(lambda: sessions.failure("team-e", "crash") is not None, 10)
@@ -49,8 +49,8 @@ def test_a_crashed_server_is_a_failure_with_its_last_words(tmp_path):
     sessions.stop("team-e", "crash")
 
 
-def test_the_simulated_agent_runs_jupyter_jobs_for_real(tmp_path):
-    agent = SimulatedAgent(sessions=LocalSessions(tmp_path))
+def test_the_simulated_agent_runs_jupyter_jobs_for_real(make_sessions):
+    agent = SimulatedAgent(sessions=make_sessions())
     spec = JobSpec("team-e", "nb", (PodSpec("n1", (0,), 0.5),), datetime.now(UTC),
                    type="interactive", gpus=0.5, ports=(8888,))  # fmt: skip
     train = JobSpec("team-e", "train", (PodSpec("n1", (1,)),), datetime.now(UTC), ports=(8888,))
@@ -64,7 +64,9 @@ def test_the_simulated_agent_runs_jupyter_jobs_for_real(tmp_path):
     assert agent.sessions.get("team-e", "nb") is None
 
 
-def test_a_session_ends_when_the_portal_process_that_started_it_is_gone(tmp_path):
+def test_a_session_ends_when_the_portal_process_that_started_it_is_gone(
+    sessions_dir, session_python
+):
     """No stray Jupyter after `make run` stops: the watchdog ends the server with its parent."""
     import subprocess
     import sys
@@ -72,15 +74,16 @@ def test_a_session_ends_when_the_portal_process_that_started_it_is_gone(tmp_path
     from tests.paths import ROOT
 
     starter = (
-        "import sys; from agents.sessions import LocalSessions; "
-        f"s = LocalSessions({str(tmp_path)!r}, command=(sys.executable, '-c', "
-        "'import time; time.sleep(120)')); print(s.start('team-e', 'nb').pid)"
+        "from agents.sessions import LocalSessions; "
+        f"s = LocalSessions({str(sessions_dir)!r}, python={session_python!r}, single_user=True, "
+        f"command=({session_python!r}, '-c', 'import time; time.sleep(120)')); "
+        "print(s.start('team-e', 'nb').pid)"
     )
     done = subprocess.run([sys.executable, "-c", starter], cwd=ROOT, capture_output=True,
                           text=True, timeout=30, check=True)  # fmt: skip
     pid = int(done.stdout.strip())  # the starter has exited; its session must follow
     assert wait(lambda: not _running(pid), 10), "the session outlived its portal process"
-    assert LocalSessions(tmp_path).get("team-e", "nb") is None
+    assert LocalSessions(sessions_dir).get("team-e", "nb") is None
 
 
 def _running(pid: int) -> bool:
