@@ -45,3 +45,20 @@ def test_web_worker_and_beat_run_as_the_allot_service_account_with_the_kubernete
     web = deployments["allot-web"]["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "ALLOT_AGENT", "value": "kubernetes"} in web["env"]
     assert deployments["allot-beat"]["spec"]["replicas"] == 1
+
+
+def ports_of(node) -> list[dict]:
+    """Every `ports` entry anywhere in a document (containers' and Services')."""
+    if isinstance(node, dict):
+        found = list(node.get("ports", [])) if isinstance(node.get("ports"), list) else []
+        return found + [port for value in node.values() for port in ports_of(value)]
+    if isinstance(node, list):
+        return [port for value in node for port in ports_of(value)]
+    return []
+
+
+def test_every_port_names_its_protocol_as_server_side_apply_requires():
+    """`kubectl apply --server-side` keys ports on (port, protocol): one without `protocol` is
+    rejected ("associative list with keys has an element that omits key field protocol")."""
+    ports = [port for document in DOCUMENTS for port in ports_of(document)]
+    assert ports and all("protocol" in port for port in ports), ports
