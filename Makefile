@@ -15,10 +15,11 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 # The embedded default: SQLite in var/, in-memory channel layer, the cycle and the simulated
 # agent inside the web process. No Docker, PostgreSQL or Redis.
+# One person's trial: Jupyter sessions may run as your own user (not root: README, "Security").
 run: $(STAMP)
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py bootstrap
-	$(PY) manage.py runserver --noreload 127.0.0.1:8000
+	ALLOT_SESSIONS_SINGLE_USER=1 $(PY) manage.py runserver --noreload 127.0.0.1:8000
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -454,6 +454,19 @@ def test_the_default_private_paths_cover_var_env_and_the_sqlite_database():
     ]  # fmt: skip
 
 
+def test_compose_runs_no_notebook_in_the_portals_containers_and_make_run_is_the_trial():
+    import yaml
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    assert compose["x-allot"]["environment"]["ALLOT_SIM_JUPYTER"] == "${ALLOT_SIM_JUPYTER:-0}"
+    for name in ("web", "worker", "notifier", "beat", "migrate"):
+        environment = compose["services"][name]["environment"]
+        assert environment["ALLOT_SIM_JUPYTER"].endswith(":-0}"), name
+        assert "ALLOT_SESSIONS_SINGLE_USER" not in environment, name
+    (run,) = [line for line in (ROOT / "Makefile").read_text().splitlines() if "runserver" in line]
+    assert "ALLOT_SESSIONS_SINGLE_USER=1 " in run
+
+
 def _processes_of(uid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
