@@ -18,7 +18,6 @@ JobKey = tuple[str, str]
 """(project, job name)."""
 
 Phase = Literal["ContainerCreating", "Running", "Succeeded", "Failed"]
-PHASES: tuple[Phase, ...] = ("ContainerCreating", "Running", "Succeeded", "Failed")
 FINISHED: frozenset[str] = frozenset({"Succeeded", "Failed"})
 
 
@@ -56,7 +55,6 @@ class JobSpec:
     sim_duration_s: float | None = None
     user: str = ""
     volumes: tuple[tuple[str, str, bool], ...] = ()  # (PVC name, mount path, read-only)
-    large_shm: bool = False
 
     @property
     def key(self) -> JobKey:

@@ -30,7 +30,6 @@ GPU = "nvidia.com/gpu"
 RESERVATION_NAMESPACE = "allot-system"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 DEFAULT_IMAGE = "python:3.11-slim"
-SHM_SIZE = "8Gi"  # runai's --large-shm
 # A researcher's pod talks to nothing of the cluster's: no service-account token mounted (the
 # namespace's default account could otherwise read what RBAC grants it), and no environment
 # variables naming the namespace's other Services. The only value Allot adds to a pod's
@@ -119,9 +118,6 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: s
         claim_source = {"claimName": claim, "readOnly": read_only}
         volumes.append({"name": f"pvc-{i}", "persistentVolumeClaim": claim_source})
         mounts.append({"name": f"pvc-{i}", "mountPath": path, "readOnly": read_only})
-    if job.large_shm:
-        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}})
-        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
     if mounts:
         container["volumeMounts"] = mounts
     spec = {

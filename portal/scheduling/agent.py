@@ -143,13 +143,3 @@ def job_logs(job, tail: int = 200) -> list[str]:
 def job_urls(job) -> list[dict]:
     """Where the job's ports answer (`[{"port", "url", "simulated"}]`); none while not placed."""
     return get_agent().urls(job_spec(job)) if _placed(job) else []
-
-
-def job_utilization(job) -> dict | None:
-    """`{"utilization": 0..1, "simulated": bool}` of a running job, else None."""
-    if not _placed(job):
-        return None
-    status = get_agent().status(job_spec(job))
-    if status.utilization is None:
-        return None
-    return {"utilization": status.utilization, "simulated": status.simulated}

@@ -72,11 +72,10 @@ def test_a_gang_gets_one_pod_per_placement_with_its_own_name():
     assert [p["metadata"]["annotations"]["allot.io/node"] for p in pods] == ["dgx1-1", "dgx1-2"]
 
 
-def test_command_args_env_pvcs_and_large_shm_are_passed_on():
+def test_command_args_env_and_pvcs_are_passed_on():
     full = job(command="python train.py --data /data", args=("--epochs", "3"),
                environment=(("SEED", "1"),), volumes=(("test", "/tmp/pvc1mount", False),
-                                                      ("ro-data", "/data", True)),
-               large_shm=True)  # fmt: skip
+                                                      ("ro-data", "/data", True)))  # fmt: skip
     (pod,) = manifests.job_pods(full)
     valid(pod)
     main = container(pod)
@@ -84,7 +83,6 @@ def test_command_args_env_pvcs_and_large_shm_are_passed_on():
     assert main["args"] == ["--epochs", "3"] and env(pod) == {"SEED": "1"}
     mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
     assert mounts["/tmp/pvc1mount"]["readOnly"] is False and mounts["/data"]["readOnly"] is True
-    assert "/dev/shm" in mounts
     claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]
               if "persistentVolumeClaim" in v]  # fmt: skip
     assert claims == ["test", "ro-data"]
