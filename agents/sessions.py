@@ -114,12 +114,13 @@ def session_user(project: str, name: str) -> str:
 
 
 def session_environment(
-    home: Path, token: str, environment: Mapping[str, str], user: str
+    home: Path, token: str, environment: Mapping[str, str], user: str, python: str = ""
 ) -> dict[str, str]:
-    """A session's whole environment, built from nothing: a PATH that finds this Python's tools,
-    LANG, the job's own variables, then HOME, TMPDIR and Jupyter's and IPython's directories
-    inside the session's home, and its token. Nothing of the portal's own environment."""
-    env = {"PATH": f"{Path(sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"}
+    """A session's whole environment, built from nothing: a PATH that finds its Python's tools
+    (`python`, else this one's), LANG, the job's own variables, then HOME, TMPDIR and Jupyter's
+    and IPython's directories inside the session's home, and its token. Nothing of the portal's
+    own environment."""
+    env = {"PATH": f"{Path(python or sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"}
     env.update({str(key): str(value) for key, value in environment.items()})
     env.update({
         "HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp"),
@@ -300,7 +301,7 @@ class LocalSessions:
                 process = subprocess.Popen(
                     watchdog + server,
                     cwd=home,
-                    env=session_environment(home, token, environment, user),
+                    env=session_environment(home, token, environment, user, self.python),
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # a group of its own: the watchdog and the server
