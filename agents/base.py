@@ -1,18 +1,23 @@
 """The agent interface: what the portal tells a cluster and what it hears back.
 
-Everything here is plain data. The portal's cycle builds a :class:`JobSpec` from a job row when the
-scheduler starts (or moves) a job, calls :meth:`Agent.start`, and on every cycle reads an
-:class:`Observation` to move jobs from ContainerCreating to Running to Succeeded or Failed.
-The database stays the source of truth: `start` is idempotent and a spec carries the time the job
-was started, so an agent that lost its memory (a crash, another worker process) is rebuilt by
-starting again every job the database says is placed.
+Plain data, and the protocols the drivers satisfy. The portal's cycle builds a :class:`JobSpec`
+from a job row when the scheduler starts (or moves) a job, calls :meth:`Agent.start`, and on every
+cycle reads an :class:`Observation` to move jobs from ContainerCreating to Running to Succeeded or
+Failed. The database stays the source of truth: `start` is idempotent and a spec carries the time
+the job was started, so an agent that lost its memory (a crash, another worker process) is rebuilt
+by starting again every job the database says is placed. Besides jobs, an agent may run Jupyter
+sessions (:class:`Sessions`) and open shells in its containers (:class:`Shell`); the portal asks
+the agent for both rather than knowing which kind of agent it runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from agents.sessions import Session
 
 JobKey = tuple[str, str]
 """(project, job name)."""
@@ -129,10 +134,77 @@ class Observation:
     problem: str = ""
 
 
+class NoShell(RuntimeError):
+    """The agent has no containers to open a shell in (its `supports_shell` is False)."""
+
+
+class Sessions(Protocol):
+    """An agent's Jupyter sessions: one notebook server per interactive job on port 8888, which
+    the portal's `/sessions/{project}/{name}/` proxy reaches with the session's token.
+
+    The agent starts and stops a session with its job. The portal only finds sessions (`get`)
+    and, every cycle, stops those no job holds any more (`all`, `stop`): servers left by a
+    process that died. Safe to call from several threads and processes."""
+
+    def get(self, project: str, name: str) -> Session | None:
+        """Where the job's server answers (host, port, token, base URL), or None when it has
+        none. The address may not answer yet: the proxy waits for it."""
+        ...
+
+    def all(self) -> list[Session]:
+        """Every live server, those started by other processes included."""
+        ...
+
+    def stop(self, project: str, name: str) -> bool:
+        """Stop the job's server; False when there was none."""
+        ...
+
+
+class Shell(Protocol):
+    """An interactive terminal in a job's container (`allot bash`): one reader thread; writes,
+    resizes and close may come from any thread."""
+
+    @property
+    def open(self) -> bool:
+        """True until the shell has ended or was closed."""
+        ...
+
+    def read(self, timeout_s: float = 0.2) -> bytes:
+        """What the terminal printed since the last read (waits up to `timeout_s` for it)."""
+        ...
+
+    def write(self, data: bytes) -> None:
+        """Keystrokes for the shell."""
+        ...
+
+    def resize(self, columns: int, rows: int) -> None:
+        """The user's terminal changed size."""
+        ...
+
+    @property
+    def exit_code(self) -> int | None:
+        """The shell's exit code once it ended (None while it runs or when unknown)."""
+        ...
+
+    def close(self) -> None:
+        """End the shell."""
+        ...
+
+
 class Agent(Protocol):
-    """A cluster driver. Every method is idempotent and safe to call from several threads."""
+    """A cluster driver. Every method is idempotent and safe to call from several threads.
+
+    What the portal may ask besides: `simulated`, True when no real cluster is behind it (its
+    figures are synthetic); `sessions`, where its Jupyter sessions answer, None when it runs none
+    (the session proxy asks this object, the one the cycle starts sessions through); and
+    `supports_shell`, True when `open_shell` opens terminals in its jobs' containers. The agent
+    is built from the settings in one place (`portal.scheduling.agent`); nothing else in the
+    portal asks which kind it is.
+    """
 
     simulated: bool
+    sessions: Sessions | None
+    supports_shell: bool
 
     def observe(self) -> Observation:
         """Every job this agent runs (finished ones included until stopped) and the nodes."""
@@ -156,4 +228,9 @@ class Agent(Protocol):
 
     def urls(self, job: JobSpec) -> list[dict]:
         """Where the job's ports answer: ``[{"port", "url", ...}]`` (empty without ports)."""
+        ...
+
+    def open_shell(self, job: JobSpec) -> Shell:
+        """A terminal in the job's first pod. Raises NoShell when `supports_shell` is False, and
+        the cluster's error when it refuses or cannot be reached."""
         ...

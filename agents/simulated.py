@@ -20,8 +20,9 @@ import zlib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import NoReturn
 
-from .base import JobKey, JobSpec, JobStatus, NodeStatus, Observation, Phase, PodStatus
+from .base import JobKey, JobSpec, JobStatus, NodeStatus, NoShell, Observation, Phase, PodStatus
 from .sessions import JUPYTER_PORT, LocalSessions, SessionNotStarted, session_path
 
 Clock = Callable[[], datetime]
@@ -41,9 +42,13 @@ def _seed(*parts: object) -> int:
 
 
 class SimulatedAgent:
-    """A cluster simulated in memory; `clock()` returns the aware current time (tests freeze it)."""
+    """A cluster simulated in memory; `clock()` returns the aware current time (tests freeze it).
+
+    It has no containers, so no shells (`supports_shell` is False). `sessions`, when given, runs a
+    real local JupyterLab for each interactive job on port 8888; None runs none."""
 
     simulated = True
+    supports_shell = False
 
     def __init__(
         self,
@@ -111,6 +116,10 @@ class SimulatedAgent:
             }
             for port in job.ports
         ]
+
+    def open_shell(self, job: JobSpec) -> NoReturn:
+        """Always NoShell: the simulated cluster has no containers to open a shell in."""
+        raise NoShell(f"{job.project}/{job.name} runs on the simulated cluster: no containers")
 
     # -- derived state ----------------------------------------------------------------------------
 

@@ -15,6 +15,9 @@
   the portal keeps planning and shows the message; the agent retries with back-off.
 - `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
   `service_type=ingress` jobs, else the Service's in-cluster address.
+- `sessions` finds Launch Jupyter's notebook pods for the portal's session proxy
+  (`sessions.KubernetesSessions`); `open_shell` opens a terminal in a job's first pod through
+  the exec stream (`shell`, `allot bash`).
 
 The agent keeps no state the database cannot rebuild: after a restart, the cycle starts again
 every job the database says is placed, and creating what exists (409) counts as done.
@@ -37,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
 from agents.kubernetes import dcgm, manifests, pods
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
+from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
 from agents.kubernetes.status import job_status
 from agents.kubernetes.watch import PodWatcher
@@ -79,11 +83,13 @@ class KubernetesAgent:
     """Allot's plan as pods on a Kubernetes cluster (see the module docstring)."""
 
     simulated = False
+    supports_shell = True
 
     def __init__(self, config: KubernetesConfig, clock: Callable[[], datetime] = utc_now,
                  monotonic: Callable[[], float] = time.monotonic):  # fmt: skip
         self.config = config
         self.api = api_client(config)
+        self.sessions = KubernetesSessions(config.session_secret)
         self.clock = clock
         self.monotonic = monotonic
         self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s)

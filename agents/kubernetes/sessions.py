@@ -39,12 +39,16 @@ def notebook_container(job: JobSpec, secret: str) -> dict:
 
 
 class KubernetesSessions:
-    """`get(project, name)`: where a job's notebook server answers inside the cluster."""
+    """Where jobs' notebook servers answer inside the cluster (the agent's `sessions`).
+
+    A server is the job's pod, which the agent creates and deletes with the job, so no server
+    outlives its job here: `all` has none to sweep and `stop` has nothing of its own to stop."""
 
     def __init__(self, secret: str):
         self.secret = secret
 
     def get(self, project: str, name: str) -> Session:
+        """The job's Service address and derived token (answering once the pod runs)."""
         return Session(
             project=project,
             name=name,
@@ -54,3 +58,11 @@ class KubernetesSessions:
             base_url=session_path(project, name),
             host=f"{name}.{namespace_for(project)}.svc",
         )
+
+    def all(self) -> list[Session]:
+        """None: every notebook pod belongs to a job the agent stops with it."""
+        return []
+
+    def stop(self, project: str, name: str) -> bool:
+        """False: the agent's `stop` deletes the job's pod, and with it the server."""
+        return False
