@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
@@ -56,7 +55,7 @@ def build_full_overview() -> dict:
     node_rows = _nodes(nodes, holding, figures)
     return {
         "generated_at": now.isoformat(),
-        "simulated": settings.ALLOT_AGENT == "simulated",
+        "simulated": figures.simulated,  # the agent's word, with its latest figures
         "metrics_at": figures.at.isoformat() if figures.at else None,
         "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),

@@ -3,6 +3,9 @@
 The agent is one object per process. For the simulated agent that is enough: its answers are
 functions of the job spec and the clock, and the cycle rebuilds its memory from the database
 (see `observe.reconcile`), so the web process and every Celery worker agree.
+
+This factory is the only reader of `ALLOT_AGENT`: the rest of the portal asks the agent what it
+can do (`simulated`, `sessions`, `supports_shell`; `agents.base.Agent`), never which kind it is.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ _agent_lock = threading.Lock()
 
 
 def get_agent() -> Agent:
-    """The process-wide agent chosen by `ALLOT_AGENT`."""
+    """The process-wide agent chosen by `ALLOT_AGENT` (its sessions are this process's too: the
+    cycle starts them through it and the session proxy finds them in it)."""
     global _agent
     with _agent_lock:
         if _agent is None:

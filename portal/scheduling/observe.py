@@ -50,7 +50,7 @@ def reconcile(agent: Agent) -> Observation:
     missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]
     for values in Job.objects.filter(id__in=missing).values(*SPEC_FIELDS):
         agent.start(spec_from_values(values))
-    sessions = getattr(agent, "sessions", None)
+    sessions = agent.sessions
     for session in sessions.all() if sessions is not None else ():
         if (session.project, session.name) not in holding:  # left by a process that died
             sessions.stop(session.project, session.name)

@@ -6,8 +6,10 @@ the job (else 404, as everywhere), and may run code in the project (researchers 
 viewers get 403). Only then is the request passed on, with the server's token added, so the
 token never reaches the browser and the server answers nobody who did not come through here.
 
-Under the simulated agent the server is a local JupyterLab (`agents.sessions`); under Kubernetes
-it is the pod's port 8888, reached through the job's Service (step 6).
+The agent says where the server answers (`get_agent().sessions`, the object the cycle starts
+sessions through): under the simulated agent a local JupyterLab (`agents.sessions`), under
+Kubernetes the pod's port 8888, reached through the job's Service (step 6). An agent that runs no
+sessions leaves the page waiting.
 """
 
 from __future__ import annotations
@@ -19,17 +21,15 @@ from urllib.parse import quote
 import httpx
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.kubernetes.sessions import KubernetesSessions
-from agents.sessions import LocalSessions, Session
+from agents.sessions import Session
 from portal import access
-from portal.scheduling.agent import session_secret
+from portal.scheduling.agent import get_agent
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
@@ -39,21 +39,14 @@ PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the no
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
 
-def sessions() -> LocalSessions | KubernetesSessions:
-    """Where sessions answer: this machine's JupyterLab servers (the simulated agent), or the
-    jobs' pods through their Services (the Kubernetes agent)."""
-    if settings.ALLOT_AGENT == "kubernetes":
-        return KubernetesSessions(session_secret())
-    return LocalSessions(settings.ALLOT_SESSIONS_DIR)
-
-
 def find_session(user, project: str, name: str) -> tuple[object, Session | None]:
     """(job, its session or None) after the access checks: 404 when the job is not visible,
     403 when the user may not run code in its project."""
     job = access.get_job_for(user, project, name)
     if not access.can_submit(user, job.project):
         raise PermissionDenied(f"Only {project}'s researchers and admins may open its sessions.")
-    return job, sessions().get(project, name)
+    sessions = get_agent().sessions
+    return job, sessions.get(project, name) if sessions is not None else None
 
 
 def _cookies_without_portal(header: str) -> str:

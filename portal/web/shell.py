@@ -3,8 +3,9 @@
 The CLI connects with its API token (`Authorization: Token …`), a browser with its session; the
 access check is the one every job route uses (`portal.access`): a job the user cannot
 see is refused as not found (close code 4404), a viewer may not run code (4403). The job must be
-Running on an agent that has containers (the Kubernetes agent; 4409 otherwise), whose exec
-stream (`agents.kubernetes.shell`) is then relayed both ways:
+Running on an agent that opens shells in its containers (`supports_shell`: the Kubernetes agent;
+4409 otherwise), whose shell (`agents.base.Shell`, the exec stream of `agents.kubernetes.shell`)
+is then relayed both ways:
 
 - binary messages from the client are keystrokes; a text message `{"resize": [columns, rows]}`
   resizes the terminal;
@@ -52,11 +53,11 @@ def open_job_shell(user, project: str, name: str):
         return None, NOT_FOUND
     if not access.can_submit(user, job.project):
         return None, FORBIDDEN
-    opener = getattr(get_agent(), "open_shell", None)
-    if job.status != Status.RUNNING or opener is None:
+    agent = get_agent()
+    if job.status != Status.RUNNING or not agent.supports_shell:
         return None, NOT_POSSIBLE
     try:
-        return opener(job_spec(job)), None
+        return agent.open_shell(job_spec(job)), None
     except Exception:  # the API server refused or is unreachable
         return None, CLUSTER_ERROR
 

@@ -7,12 +7,12 @@ over the `/ws/overview/` websocket, analytics from `/api/v1/analytics/allocation
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from portal.dashboards.overview import build_overview
+from portal.scheduling.agent import get_agent
 
 
 @login_required
@@ -33,7 +33,7 @@ def analytics(request: HttpRequest) -> HttpResponse:
         "web/analytics.html",
         {
             "page": "analytics",
-            "simulated": settings.ALLOT_AGENT == "simulated",
+            "simulated": get_agent().simulated,
             "ranges": [("1h", "1 hour"), ("24h", "24 hours"), ("7d", "7 days"), ("30d", "30 days")],
         },
     )

@@ -127,13 +127,15 @@ def test_bash_is_refused_to_a_viewer(allot):  # noqa: F811
     assert "Only the project's researchers and admins may change its jobs." in refused.stderr
 
 
-def test_bash_says_plainly_when_the_portal_cannot_open_the_websocket(allot, settings):  # noqa: F811
-    """The portal offers the shell (ALLOT_AGENT=kubernetes) but this test's live server speaks
-    plain HTTP only (no websockets): the CLI says the portal refused, without a traceback. The
-    relay itself is tested in tests/portal/web/test_job_shell.py."""
+def test_bash_says_plainly_when_the_portal_cannot_open_the_websocket(allot, monkeypatch):  # noqa: F811
+    """The portal offers the shell (its agent opens shells, as the Kubernetes agent does) but this
+    test's live server speaks plain HTTP only (no websockets): the CLI says the portal refused,
+    without a traceback. The relay itself is tested in tests/portal/web/test_job_shell.py."""
+    from portal.scheduling.agent import get_agent
+
     allot("submit", "shelly", "-p", "team-a", "-g", "1")
     settle()
-    settings.ALLOT_AGENT = "kubernetes"  # the portal now answers 200 with the websocket
+    monkeypatch.setattr(get_agent(), "supports_shell", True)  # the portal answers 200 now
     done = allot("bash", "shelly", "-p", "team-a")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "the portal refused the shell (HTTP 404)" in done.stderr

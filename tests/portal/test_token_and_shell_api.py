@@ -61,6 +61,20 @@ def test_the_simulated_cluster_says_it_has_no_shells(api, member, cluster_admin,
     assert "simulated cluster" in response.json()["detail"][0]
 
 
+def test_an_agent_with_shells_gives_the_websocket_of_the_jobs_first_pod(
+    api, member, cluster_admin, nodes, monkeypatch
+):
+    from portal.scheduling.agent import get_agent
+
+    client = api(member)
+    submit(client)
+    api(cluster_admin).post("/api/v1/scheduler/cycles/")
+    monkeypatch.setattr(get_agent(), "supports_shell", True)  # as the Kubernetes agent
+    response = client.post("/api/v1/jobs/team-a/shelly/shell/")
+    assert response.status_code == 200, response.content
+    assert response.json() == {"websocket": "/ws/jobs/team-a/shelly/shell/", "pod": "shelly-0"}
+
+
 def test_viewers_may_not_open_shells_and_outsiders_do_not_see_the_job(
     api, member, viewer, outsider, nodes
 ):

@@ -25,7 +25,7 @@ from portal.dashboards.overview import build_overview, visible_projects
 from portal.jobs import services
 from portal.jobs.models import Job, JobEvent, JobType, Status
 from portal.scheduling import cycle_metrics
-from portal.scheduling.agent import job_logs
+from portal.scheduling.agent import get_agent, job_logs
 from portal.scheduling.settle import settle_response
 
 FILTERS = {"status": Status.values, "type": JobType.values}
@@ -179,7 +179,7 @@ class JobLogs(JobMixin, APIView):
                 "name": job.name,
                 "status": job.status,
                 "lines": job_logs(job, tail),
-                "simulated": settings.ALLOT_AGENT == "simulated",
+                "simulated": get_agent().simulated,
             }
         )
 
@@ -198,9 +198,9 @@ def parse_tail(raw: str) -> int:
 class JobShell(JobMixin, APIView):
     """POST: where to open an interactive shell in a running job's first pod (`allot bash`).
 
-    Researchers and admins of the project only (a shell can change the job). The simulated
-    cluster has no containers, so there it is a 409 that says so; a job that is not running is a
-    409 naming its status.
+    Researchers and admins of the project only (a shell can change the job). An agent that opens
+    no shells (the simulated cluster: it has no containers) makes it a 409 that says so; a job
+    that is not running is a 409 naming its status.
     """
 
     permission_classes = [IsAuthenticated, MaySubmit]
@@ -217,11 +217,11 @@ class JobShell(JobMixin, APIView):
         if job.status != Status.RUNNING:
             raise conflict("status", f"job {job.project.name}/{job.name} is {job.status}; "
                            "a shell needs a Running job")  # fmt: skip
-        if settings.ALLOT_AGENT == "simulated":
+        if not get_agent().supports_shell:  # the simulated cluster
             raise conflict(
                 "detail",
                 f"job {job.project.name}/{job.name} runs on the simulated cluster, which has "
-                "no containers to open a shell in (ALLOT_AGENT=kubernetes gives real shells)",
+                "no containers to open a shell in (the Kubernetes agent gives real shells)",
             )
         return Response(
             {

@@ -14,10 +14,11 @@ from django.test import override_settings
 
 from agents.kubernetes.agent import KubernetesAgent
 from agents.kubernetes.inventory import KubernetesConfig
+from agents.kubernetes.sessions import session_token
 from portal.cluster.models import Node
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import HOLDING, Job, Status
-from portal.scheduling.agent import _build_agent, job_urls
+from portal.scheduling.agent import _build_agent, job_urls, session_secret
 from tests.agents.kubernetes.fake_api import FakeKubernetes, Monotonic, node
 from tests.portal.scheduling.conftest import Cluster, load_scenario
 
@@ -167,6 +168,7 @@ def test_an_unreachable_api_server_keeps_submissions_and_planning(k8s, agent, fa
     k8s.cycle()
     assert k8s.job("team-a", "queued").status == Status.RUNNING
     assert build_full_overview()["cluster_problem"] == ""
+    assert build_full_overview()["simulated"] is False  # the agent's word, not a setting's
 
 
 def test_a_500_in_the_middle_of_a_gang_leaves_no_pod_then_it_starts(k8s, agent, fake, monotonic):
@@ -200,6 +202,9 @@ def test_allot_agent_kubernetes_builds_the_kubernetes_agent_from_settings():
 
     made = _build_agent(settings.ALLOT_AGENT)
     assert isinstance(made, KubernetesAgent) and made.config.host == "http://127.0.0.1:9"
+    assert made.supports_shell and not made.simulated
+    assert made.sessions.get("team-a", "nb").token == session_token(session_secret(), "team-a",
+                                                                     "nb")  # fmt: skip
 
 
 def test_silence_is_unknown_on_kubernetes_but_restarts_still_flag_a_stuck_job(

@@ -24,12 +24,11 @@ PATH = "/ws/jobs/team-a/sh/shell/"
 
 
 @pytest.fixture
-def running(api, member, nodes, monkeypatch, settings):
+def running(api, member, nodes, monkeypatch):
     """team-a/sh Running on the fake cluster's dgx1-1, the portal's agent pointed at it."""
     fake = FakeKubernetes(auto_run=True)
     fake.nodes = [node("dgx1-1", 8), node("dgx1-2", 8)]
     agent = KubernetesAgent(KubernetesConfig(host=fake.url))
-    settings.ALLOT_AGENT = "kubernetes"
     monkeypatch.setattr("portal.scheduling.agent._agent", agent)
     body = {"project": "team-a", "name": "sh", "gpus": 1}
     assert api(member).post("/api/v1/jobs/", body, format="json").status_code == 201
@@ -103,6 +102,18 @@ def test_a_job_that_is_not_running_has_no_shell(running, member):
         return await connect(member).connect()
 
     assert asyncio.run(refused()) == (False, 4409)
+
+
+def test_an_agent_without_shells_refuses_a_running_job(running, member, monkeypatch):
+    from agents.simulated import SimulatedAgent
+
+    monkeypatch.setattr("portal.scheduling.agent._agent", SimulatedAgent())
+
+    async def refused():
+        return await connect(member).connect()
+
+    assert asyncio.run(refused()) == (False, 4409)
+    assert running.execs == []
 
 
 def test_the_cli_relays_keystrokes_and_output_and_exits_with_the_shells_code():

@@ -50,7 +50,8 @@ def test_the_job_page_links_to_the_session(notebook, member):
 
 @pytest.fixture
 def pod_notebook():
-    """A stand-in for the notebook pod behind its Service: answers only with the right token."""
+    """A stand-in for a notebook server: records each request's path and Authorization; pages
+    carry the token they were asked with (as JupyterLab's config does), /api/ answers JSON."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -58,11 +59,17 @@ def pod_notebook():
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            seen.append((self.path, self.headers.get("Authorization")))
-            data = b"<html>JupyterLab</html>"
+            authorization = self.headers.get("Authorization") or ""
+            seen.append((self.path, authorization or None))
+            api = "/api/" in self.path
+            data = b'{"ok": true}' if api else (
+                f"<html>JupyterLab <script>{authorization.partition(' ')[2]}</script></html>"
+            ).encode()  # fmt: skip
             self.send_response(200)
-            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Type", "application/json" if api else "text/html")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Jupyter", "answered")
+            self.send_header("Keep-Alive", "timeout=5")
             self.end_headers()
             self.wfile.write(data)
 
@@ -75,24 +82,75 @@ def pod_notebook():
     server.shutdown()
 
 
+def running_notebook():
+    from portal.jobs.models import Job, Status
+
+    Job.objects.filter(name="nb").update(status=Status.RUNNING, placement=[
+        {"node": "dgx1-1", "devices": [0], "share": 0.5}])  # fmt: skip
+
+
+@pytest.fixture
+def agents_session(pod_notebook, monkeypatch):
+    """The process's agent is a simulated one whose `sessions` answer at `pod_notebook`, token
+    "t0ken"; the notebook job Running."""
+    from agents.sessions import Session
+    from agents.simulated import SimulatedAgent
+
+    port, seen = pod_notebook
+
+    class OneSession:
+        def get(self, project, name):
+            return Session(project, name, port, "t0ken", 0, f"/sessions/{project}/{name}/")
+
+        def all(self):
+            return []
+
+        def stop(self, project, name):
+            return False
+
+    monkeypatch.setattr("portal.scheduling.agent._agent", SimulatedAgent(sessions=OneSession()))
+    running_notebook()
+    return seen
+
+
+def test_the_proxy_finds_the_session_in_the_processs_agent(notebook, member, agents_session):
+    """The session the cycle started through the agent is the one the proxy reaches: it asks the
+    agent's `sessions`, whatever kind of agent it is, and builds none of its own."""
+    response = browser(member).get(URL)
+    assert response.status_code == 200 and b"JupyterLab" in response.content
+    assert agents_session == [("/sessions/team-a/nb/lab", "token t0ken")]
+
+
+def test_an_agent_that_runs_no_sessions_leaves_the_page_waiting(notebook, member, monkeypatch):
+    from agents.simulated import SimulatedAgent
+
+    monkeypatch.setattr("portal.scheduling.agent._agent", SimulatedAgent(sessions=None))
+    running_notebook()
+    response = browser(member).get(URL)
+    assert response.status_code == 503 and "web/session_waiting.html" in (
+        t.name for t in response.templates)  # fmt: skip
+
+
 def test_under_kubernetes_the_proxy_reaches_the_pod_with_the_derived_token(
-    notebook, member, pod_notebook, settings, monkeypatch
+    notebook, member, pod_notebook, monkeypatch
 ):
     from dataclasses import replace
 
+    from agents.kubernetes.agent import KubernetesAgent
+    from agents.kubernetes.inventory import KubernetesConfig
     from agents.kubernetes.sessions import KubernetesSessions, session_token
-    from portal.jobs.models import Job, Status
     from portal.scheduling.agent import session_secret
 
     port, seen = pod_notebook
-    settings.ALLOT_AGENT = "kubernetes"
+    agent = KubernetesAgent(KubernetesConfig(host="http://127.0.0.1:9",
+                                             session_secret=session_secret()))  # fmt: skip
+    monkeypatch.setattr("portal.scheduling.agent._agent", agent)  # as ALLOT_AGENT=kubernetes
     real_get = KubernetesSessions.get
     monkeypatch.setattr(  # the Service's DNS name resolves only inside a cluster
         KubernetesSessions, "get",
         lambda self, p, n: replace(real_get(self, p, n), host="127.0.0.1", port=port),
     )  # fmt: skip
-    Job.objects.filter(name="nb").update(status=Status.RUNNING, placement=[
-        {"node": "dgx1-1", "devices": [0], "share": 0.5}])  # fmt: skip
+    running_notebook()
     response = browser(member).get(URL)
     assert response.status_code == 200 and b"JupyterLab" in response.content
     assert seen == [("/sessions/team-a/nb/lab",
