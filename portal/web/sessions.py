@@ -78,17 +78,9 @@ async def session_proxy(request: HttpRequest, project: str, name: str, path: str
     job, session = await sync_to_async(find_session)(user, project, name)
     if session is None or not job.holds_gpus:
         return await sync_to_async(_not_running)(request, job)
-    url = f"http://{session.host}:{session.port}{quote(request.path)}"
-    if request.META.get("QUERY_STRING"):
-        url += "?" + request.META["QUERY_STRING"]
     client = httpx.AsyncClient(timeout=TIMEOUT)
     try:
-        upstream = await client.send(
-            client.build_request(request.method, url,
-                                 headers=upstream_headers(request.headers, session.token),
-                                 content=request.body),
-            stream=True,
-        )  # fmt: skip
+        upstream = await _send(client, request, session)
     except httpx.ConnectError:  # restarting: the waiting page retries by itself
         await client.aclose()
         return await sync_to_async(_not_running)(request, job)
@@ -96,29 +88,56 @@ async def session_proxy(request: HttpRequest, project: str, name: str, path: str
         await client.aclose()
         return HttpResponse(f"The Jupyter server of {project}/{name} did not answer: {exc}",
                             status=502, content_type="text/plain")  # fmt: skip
+    return await _answer(client, upstream, session.token)
 
-    headers = [(k, v) for k, v in upstream.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+
+def upstream_url(request: HttpRequest, session: Session) -> str:
+    """The request's path and query on the session's server."""
+    url = f"http://{session.host}:{session.port}{quote(request.path)}"
+    if request.META.get("QUERY_STRING"):
+        url += "?" + request.META["QUERY_STRING"]
+    return url
+
+
+async def _send(client: httpx.AsyncClient, request: HttpRequest, session: Session):
+    """Send the browser's request on with the server's token; the answer's body is not read."""
+    return await client.send(
+        client.build_request(request.method, upstream_url(request, session),
+                             headers=upstream_headers(request.headers, session.token),
+                             content=request.body),
+        stream=True,
+    )  # fmt: skip
+
+
+async def _answer(client: httpx.AsyncClient, upstream: httpx.Response, token: str):
+    """The server's answer for the browser, its hop-by-hop headers dropped: a page whole and
+    without the token, anything else streamed as it comes."""
     if upstream.headers.get("content-type", "").startswith("text/html"):
-        page = await upstream.aread()
+        response = await _page(client, upstream, token)
+    else:
+        response = StreamingHttpResponse(_body(client, upstream), status=upstream.status_code)
+    for key, value in upstream.headers.multi_items():
+        if key.lower() not in HOP_BY_HOP:
+            response.headers[key] = value  # (Set-Cookie: the last one wins, Jupyter sets one)
+    return response
+
+
+async def _page(client: httpx.AsyncClient, upstream: httpx.Response, token: str) -> HttpResponse:
+    """A whole HTML page, read and closed, without the server's token."""
+    page = await upstream.aread()
+    await upstream.aclose()
+    await client.aclose()
+    return HttpResponse(_without_token(page, token), status=upstream.status_code)
+
+
+async def _body(client: httpx.AsyncClient, upstream: httpx.Response):
+    """The answer's body as it arrives; the connection closes when it ends or the browser goes."""
+    try:
+        async for chunk in upstream.aiter_raw():
+            yield chunk
+    finally:
         await upstream.aclose()
         await client.aclose()
-        response = HttpResponse(_without_token(page, session.token), status=upstream.status_code)
-        for key, value in headers:
-            response.headers[key] = value
-        return response
-
-    async def body():
-        try:
-            async for chunk in upstream.aiter_raw():
-                yield chunk
-        finally:
-            await upstream.aclose()
-            await client.aclose()
-
-    response = StreamingHttpResponse(body(), status=upstream.status_code)
-    for key, value in headers:
-        response.headers[key] = value  # (Set-Cookie: the last one wins, Jupyter sets one)
-    return response
 
 
 def _without_token(page: bytes, token: str) -> bytes:

@@ -121,6 +121,34 @@ def test_the_proxy_finds_the_session_in_the_processs_agent(notebook, member, age
     assert agents_session == [("/sessions/team-a/nb/lab", "token t0ken")]
 
 
+def test_a_page_reaches_the_browser_whole_without_the_servers_token(
+    notebook, member, agents_session
+):
+    response = browser(member).get(URL)
+    assert not response.streaming
+    assert response.content == b"<html>JupyterLab <script></script></html>"
+    assert response["X-Jupyter"] == "answered" and "Keep-Alive" not in response
+
+
+def test_other_answers_stream_through_with_their_query_and_headers(
+    notebook, member, agents_session
+):
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    async def fetch():  # one event loop for the request and its streamed body
+        client = AsyncClient()
+        await client.aforce_login(member)
+        response = await client.get("/sessions/team-a/nb/api/contents?type=directory&x=%2F")
+        return response, b"".join([chunk async for chunk in response.streaming_content])
+
+    response, body = async_to_sync(fetch)()
+    assert response.status_code == 200 and body == b'{"ok": true}'
+    assert response["X-Jupyter"] == "answered" and "Keep-Alive" not in response
+    assert agents_session == [("/sessions/team-a/nb/api/contents?type=directory&x=%2F",
+                               "token t0ken")]  # fmt: skip
+
+
 def test_an_agent_that_runs_no_sessions_leaves_the_page_waiting(notebook, member, monkeypatch):
     from agents.simulated import SimulatedAgent
 
