@@ -37,15 +37,6 @@ def record_event(job: Job, kind: str, message: str, time: datetime | None = None
     return event
 
 
-def record_transition(job_id: int, expected: str, new: str, **fields) -> bool:
-    """Move job `job_id` from status `expected` to `new`, setting `fields` in the same UPDATE.
-
-    Conditional on the old status: False (zero rows) means someone else changed or deleted the
-    job first, and the caller must not act on it.
-    """
-    return Job.objects.filter(id=job_id, status=expected).update(status=new, **fields) == 1
-
-
 def submit_job(user, project: Project, **fields) -> Job:
     """Store a new Pending job of `project` submitted by `user`; 409 when the name is taken.
 
