@@ -74,18 +74,20 @@ class Server:
 
 
 @pytest.fixture
-def server(transactional_db, tmp_path, settings, request):
+def server(transactional_db, tmp_path, settings, request, sessions_dir, session_python):
     """The portal as `make run` serves it, with a fast cycle, on the test database. Tests
-    marked `jupyter` get real JupyterLab sessions (in `tmp_path/sessions`, which this process
-    reads too); they are all stopped at the end. `eta_interval(s)` sets ALLOT_ETA_INTERVAL_S."""
-    settings.ALLOT_SESSIONS_DIR = tmp_path / "sessions"
+    marked `jupyter` get real JupyterLab sessions (in `sessions_dir`, which this process reads
+    too, run by `session_python`: as root each session's own user must reach both); they are
+    all stopped at the end. `eta_interval(s)` sets ALLOT_ETA_INTERVAL_S."""
+    settings.ALLOT_SESSIONS_DIR = sessions_dir
     jupyter = request.node.get_closest_marker("jupyter") is not None
     eta = request.node.get_closest_marker("eta_interval")
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
         ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1" if jupyter else "0",
-        ALLOT_SESSIONS_DIR=str(tmp_path / "sessions"), ALLOT_NOTIFICATIONS="1",
+        ALLOT_SESSIONS_DIR=str(sessions_dir), ALLOT_SESSIONS_PYTHON=session_python,
+        ALLOT_NOTIFICATIONS="1",
     )  # fmt: skip
     if eta is not None:
         env["ALLOT_ETA_INTERVAL_S"] = str(eta.args[0])
@@ -94,7 +96,7 @@ def server(transactional_db, tmp_path, settings, request):
     server.start()
     yield server
     server.stop()
-    sessions = LocalSessions(tmp_path / "sessions")
+    sessions = LocalSessions(sessions_dir)
     for session in sessions.all():  # like pods, sessions outlive the web process: end them
         sessions.stop(session.project, session.name)
 

@@ -250,17 +250,17 @@ def test_a_slow_overview_build_stretches_the_interval_to_five_times_its_cost(mon
     assert publish.publish_overview(changed=False)  # the owed change goes out
 
 
-def test_a_jupyter_session_past_the_time_limit_is_stopped_with_its_server(clock, tmp_path):
+def test_a_jupyter_session_past_the_time_limit_is_stopped_with_its_server(
+    clock, make_sessions, session_python
+):
     """The session's server process ends in the cycle that applies the limit (frozen clock)."""
-    import sys
     from pathlib import Path
 
-    from agents.sessions import LocalSessions
     from agents.simulated import SimulatedAgent
     from tests.portal.scheduling.conftest import Cluster
 
-    sleeper = (sys.executable, "-c", "import time; time.sleep(120)")  # stands in for JupyterLab
-    sessions = LocalSessions(tmp_path, command=sleeper)
+    sleeper = (session_python, "-c", "import time; time.sleep(120)")  # stands in for JupyterLab
+    sessions = make_sessions(command=sleeper)
     cluster = Cluster(SimulatedAgent(start_delay_s=0, clock=clock, sessions=sessions))
     cluster.node("n1", 2)
     cluster.project("team-a", 2, interactive_time_limit_s=600)
