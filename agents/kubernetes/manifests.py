@@ -89,35 +89,10 @@ def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
 
 
 def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: str) -> dict:
-    container = {
-        "name": "main",
-        "image": job.image or DEFAULT_IMAGE,
-        "imagePullPolicy": pull,
-        "env": [{"name": key, "value": value} for key, value in job.environment],
-    }
-    if job.command:
-        container["command"] = shlex.split(job.command)
-    if job.args:
-        container["args"] = list(job.args)
-    if job.ports:
-        container["ports"] = [{"containerPort": port} for port in job.ports]
-    if pod.share < 1:  # a fraction of one device: the reservation pod holds the GPU
-        devices = ",".join(str(device) for device in pod.devices)
-        container["env"] += [
-            {"name": "NVIDIA_VISIBLE_DEVICES", "value": devices},
-            {"name": "ALLOT_GPU_FRACTION", "value": f"{pod.share:g}"},
-        ]
-        if memory_mib:
-            container["env"].append(
-                {"name": "ALLOT_GPU_MEMORY_MIB", "value": str(int(memory_mib * pod.share))}
-            )
-    elif pod.devices:
-        container["resources"] = {"limits": {GPU: len(pod.devices)}}
-    volumes, mounts = [], []
-    for i, (claim, path, read_only) in enumerate(job.volumes):
-        claim_source = {"claimName": claim, "readOnly": read_only}
-        volumes.append({"name": f"pvc-{i}", "persistentVolumeClaim": claim_source})
-        mounts.append({"name": f"pvc-{i}", "mountPath": path, "readOnly": read_only})
+    """Pod `index` of `job` on its node: one container, its GPUs, its volumes."""
+    volumes, mounts = _volumes(job)
+    container = _container(job, pull) | _gpus(pod, memory_mib)
+    container["env"] = [*_env(job), *container.get("env", [])]
     if mounts:
         container["volumeMounts"] = mounts
     spec = {
@@ -143,6 +118,49 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: s
         },
         "spec": spec,
     }
+
+
+def _container(job: JobSpec, pull: str) -> dict:
+    """The job's container as submitted: image, command, arguments, ports."""
+    container = {"name": "main", "image": job.image or DEFAULT_IMAGE, "imagePullPolicy": pull}
+    if job.command:
+        container["command"] = shlex.split(job.command)
+    if job.args:
+        container["args"] = list(job.args)
+    if job.ports:
+        container["ports"] = [{"containerPort": port} for port in job.ports]
+    return container
+
+
+def _env(job: JobSpec) -> list[dict]:
+    return [{"name": key, "value": value} for key, value in job.environment]
+
+
+def _gpus(pod: PodSpec, memory_mib: int | None) -> dict:
+    """Whole devices as the device plugin's resource; a fraction of one device (the
+    reservation pod holds it, as in KAI) as the variables that name it and its share."""
+    if pod.share < 1:
+        devices = ",".join(str(device) for device in pod.devices)
+        env = [
+            {"name": "NVIDIA_VISIBLE_DEVICES", "value": devices},
+            {"name": "ALLOT_GPU_FRACTION", "value": f"{pod.share:g}"},
+        ]
+        if memory_mib:
+            env.append({"name": "ALLOT_GPU_MEMORY_MIB", "value": str(int(memory_mib * pod.share))})
+        return {"env": env}
+    if pod.devices:
+        return {"resources": {"limits": {GPU: len(pod.devices)}}}
+    return {}
+
+
+def _volumes(job: JobSpec) -> tuple[list[dict], list[dict]]:
+    """The job's claims as pod volumes and their mounts in the container."""
+    volumes, mounts = [], []
+    for i, (claim, path, read_only) in enumerate(job.volumes):
+        claim_source = {"claimName": claim, "readOnly": read_only}
+        volumes.append({"name": f"pvc-{i}", "persistentVolumeClaim": claim_source})
+        mounts.append({"name": f"pvc-{i}", "mountPath": path, "readOnly": read_only})
+    return volumes, mounts
 
 
 def reservation_pod(node: str, device: int) -> dict:

@@ -49,6 +49,8 @@ REST = [
     ("job-list", "get", f"{A}/jobs/", None, (200, 200, 200, 200)),
     ("job-list", "post", f"{A}/jobs/", {"project": "team-a", "name": "new", "gpus": 1},
      (201, 201, 403, 404)),
+    ("job-bulk", "post", f"{A}/jobs/bulk/",
+     {"jobs": [{"project": "team-a", "name": "s1", "gpus": 1}]}, (201, 201, 403, 404)),
     ("job-detail", "get", f"{A}/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
     ("job-detail", "delete", f"{A}/jobs/team-a/secret-run/", None, (204, 204, 403, 404)),
     ("job-events", "get", f"{A}/jobs/team-a/secret-run/events/", None, (200, 200, 200, 404)),
@@ -57,6 +59,7 @@ REST = [
     ("job-extend", "post", f"{A}/jobs/team-a/secret-run/extend/", None, (409, 409, 403, 404)),
     ("overview", "get", f"{A}/overview/", None, (200, 200, 200, 200)),
     ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
+    ("scheduler-cycles", "get", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),
 ]  # fmt: skip
