@@ -1,8 +1,18 @@
-"""Writes to projects and memberships; each change to a project asks for a scheduling cycle."""
+"""Writes to projects, memberships, user accounts and their API tokens; each change to a project
+asks for a scheduling cycle.
+
+The REST API, the web pages and the management commands all write through these verbs, so a
+duplicate is the same 409 naming the same field through every door. What is valid (a password
+strong enough, a well-formed username) is checked before, by the API's serializers, which the
+pages reuse.
+"""
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from rest_framework.authtoken.models import Token
 
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
@@ -58,3 +68,53 @@ def add_member(project: Project, user, role: str) -> Membership:
 def remove_member(membership: Membership) -> None:
     """Take a user out of a project (their jobs stay)."""
     membership.delete()
+
+
+def create_user(
+    username: str,
+    password: str,
+    *,
+    email: str = "",
+    is_staff: bool = False,
+    is_superuser: bool = False,
+) -> AbstractBaseUser:
+    """A new portal account (`is_staff`: a cluster admin); 409 on `username` when it is taken.
+
+    `password` is stored hashed; the caller has checked it (UserSerializer runs Django's password
+    validators)."""
+    users = get_user_model().objects
+    taken = conflict("username", f"a user named {username!r} already exists")
+    try:
+        with transaction.atomic():
+            if users.filter(username=username).exists():
+                raise taken
+            return users.create_user(username=username, password=password, email=email,
+                                     is_staff=is_staff, is_superuser=is_superuser)  # fmt: skip
+    except IntegrityError:  # a concurrent request took the name between check and insert
+        raise taken from None
+
+
+def set_password(user: AbstractBaseUser, password: str) -> None:
+    """Store `user`'s new password (already checked by the caller); their API token stays."""
+    user.set_password(password)
+    user.save(update_fields=["password"])
+
+
+def issue_token(user: AbstractBaseUser, *, replace: bool = False) -> tuple[Token, bool]:
+    """`user`'s API token and whether it is new.
+
+    A user has at most one token. Issuing hands out that token, making one when there is none,
+    so every client that signs in (`allot login`, `manage.py issue_token`) shares it until it is
+    revoked. `replace` revokes the old one first, in the same transaction: clients still using it
+    get 401 from then on, and the new key is the caller's to show once.
+    """
+    with transaction.atomic():
+        if replace:
+            revoke_token(user)
+        return Token.objects.get_or_create(user=user)
+
+
+def revoke_token(user: AbstractBaseUser) -> bool:
+    """Delete `user`'s API token (every client using it gets 401); False when there was none."""
+    deleted, _ = Token.objects.filter(user=user).delete()
+    return bool(deleted)

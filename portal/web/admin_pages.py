@@ -281,12 +281,12 @@ def users(request: HttpRequest) -> HttpResponse:
         values = request.POST
         serializer = UserSerializer(data=data)
         if not errors and serializer.is_valid():
-            if get_user_model().objects.filter(username=data["username"]).exists():
-                errors = {"username": [f"a user named {data['username']!r} already exists"]}
-            else:
-                get_user_model().objects.create_user(**serializer.validated_data)
+            try:
+                services.create_user(**serializer.validated_data)
                 messages.success(request, f"User {data['username']} created.")
                 return redirect("users")
+            except APIException as exc:
+                errors = field_errors(exc)
         errors = errors or field_errors(serializer.errors)
     people = get_user_model().objects.order_by("username").prefetch_related("memberships__project")
     context = {"page": "users", "people": people, "errors": errors, "values": values}
@@ -305,8 +305,7 @@ def user_password(request: HttpRequest, username: str) -> HttpResponse:
         data={"username": username, "password": request.POST.get("password", "")}
     )
     if serializer.is_valid():
-        person.set_password(serializer.validated_data["password"])
-        person.save(update_fields=["password"])
+        services.set_password(person, serializer.validated_data["password"])
         messages.success(request, f"New password set for {username}.")
     else:
         reasons = field_errors(serializer.errors).get("password", [])
@@ -316,16 +315,15 @@ def user_password(request: HttpRequest, username: str) -> HttpResponse:
 
 @login_required
 def me(request: HttpRequest) -> HttpResponse:
-    """The user's own page: projects and roles, API token (create, copy once, revoke), password."""
-    form = PasswordChangeForm(request.user)
-    new_token = None
+    """The user's own page: projects and roles, API token (create or replace: the key is shown
+    once; revoke), notification settings, password."""
+    form, new_token = PasswordChangeForm(request.user), None
     if request.method == "POST":
         action = request.POST.get("action")
-        if action == "create-token":
-            Token.objects.filter(user=request.user).delete()
-            new_token = Token.objects.create(user=request.user).key
+        if action in ("create-token", "replace-token"):
+            new_token = _issue_token(request, replace=action == "replace-token")
         elif action == "revoke-token":
-            Token.objects.filter(user=request.user).delete()
+            services.revoke_token(request.user)
             messages.success(request, "API token revoked: scripts using it now get 401.")
             return redirect("me")
         elif action == "notifications":
@@ -338,10 +336,24 @@ def me(request: HttpRequest) -> HttpResponse:
         elif action == "password":
             form = PasswordChangeForm(request.user, request.POST)
             if form.is_valid():
-                form.save()
-                update_session_auth_hash(request, form.user)
+                services.set_password(request.user, form.cleaned_data["new_password1"])
+                update_session_auth_hash(request, request.user)
                 messages.success(request, "Password changed.")
                 return redirect("me")
+    return _my_page(request, form, new_token)
+
+
+def _issue_token(request: HttpRequest, *, replace: bool) -> str | None:
+    """The new key, to show once; None (and a note) when the user has a token already, which
+    this page never shows again (a stale page, or one made by `allot login` meanwhile)."""
+    token, created = services.issue_token(request.user, replace=replace)
+    if created:
+        return token.key
+    messages.info(request, "You have an API token already: replace it to get a new one to copy.")
+    return None
+
+
+def _my_page(request: HttpRequest, form: PasswordChangeForm, new_token: str | None) -> HttpResponse:
     token = Token.objects.filter(user=request.user).first()
     roles = Membership.objects.filter(user=request.user).select_related("project")
     preference = Preference.objects.filter(user=request.user).first() or Preference()

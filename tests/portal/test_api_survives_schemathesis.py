@@ -22,7 +22,9 @@ def test_no_operation_answers_a_server_error(live_server, cluster_admin):
     result = subprocess.run(
         [str(schemathesis), "run", f"{live_server.url}/api/schema/",
          "-H", f"Authorization: Token {token}", "--checks", "not_a_server_error",
-         "--max-examples", "15", "--workers", "1", "--seed", "4858", "--no-color"],
+         "--max-examples", "15", "--workers", "1", "--seed", "4858", "--no-color",
+         # revoking its own token would make every later operation a 401
+         "--exclude-operation-id", "v1_auth_token_destroy"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     summary = result.stdout[-3000:]

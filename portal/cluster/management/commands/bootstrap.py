@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from portal.cluster.models import Node
+from portal.tenancy import services
 from portal.tenancy.models import Project
 
 # Two NVIDIA DGX-1 of 8 x V100 32 GB and the four teams of TR-4858 (NetApp + Run:AI).
@@ -31,13 +32,12 @@ class Command(BaseCommand):
             self._projects()
 
     def _admin(self) -> None:
-        users = get_user_model().objects
-        if users.exists():
+        if get_user_model().objects.exists():
             self.stdout.write("Users exist already; no admin created.")
             return
         username = settings.ALLOT_ADMIN_USERNAME
         password = settings.ALLOT_ADMIN_PASSWORD or secrets.token_urlsafe(12)
-        users.create_superuser(username=username, password=password, email="")
+        services.create_user(username, password, is_staff=True, is_superuser=True)
         self.stdout.write(self.style.SUCCESS("Created the admin account."))
         self.stdout.write(f"  Sign in at http://127.0.0.1:8000/ as {username!r}")
         if settings.ALLOT_ADMIN_PASSWORD:

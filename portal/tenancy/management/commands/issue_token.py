@@ -1,8 +1,12 @@
-"""`manage.py issue_token USER`: create or return USER's API token, printed as the last line."""
+"""`manage.py issue_token USER`: create or return USER's API token, printed as the last line.
+
+The token `allot login` and the user's page hand out too (`portal.tenancy.services.issue_token`).
+"""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.authtoken.models import Token
+
+from portal.tenancy import services
 
 
 class Command(BaseCommand):
@@ -15,7 +19,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
-        token, created = Token.objects.get_or_create(user=user)
+        token, created = services.issue_token(user)
         verb = "Created" if created else "Existing"
         self.stdout.write(f"{verb} token for {username} (header: Authorization: Token <key>):")
         self.stdout.write(token.key)
