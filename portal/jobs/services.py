@@ -44,14 +44,12 @@ def submit_job(user, project: Project, **fields) -> Job:
     """
     name = fields["name"]
     try:
-        with transaction.atomic():
-            if Job.objects.filter(project=project, name=name).exists():
-                raise conflict("name", f"a job named {name!r} already exists in {project.name}")
+        with transaction.atomic():  # a taken name fails the INSERT (unique project and name)
             job = Job.objects.create(project=project, user=user, status=Status.PENDING, **fields)
             who = user.get_username() if user else "someone"
             record_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
             request_cycle_on_commit()
-    except IntegrityError:  # a concurrent submission took the name between check and insert
+    except IntegrityError:
         raise conflict("name", f"a job named {name!r} already exists in {project.name}") from None
     return job
 

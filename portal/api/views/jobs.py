@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
@@ -75,20 +75,15 @@ class JobList(generics.ListCreateAPIView):
         return filtered(jobs, self.request.query_params)
 
     def create(self, request, *args, **kwargs):
-        self._check_project_visible(request.data)
         serializer = self.get_serializer(data=request.data)
+        name = request.data.get("project") if isinstance(request.data, dict) else None
+        if isinstance(name, str):  # 404 (or 403) before anything else is said about the body
+            serializer.validate_project(name)  # checked once: validation reuses the answer
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
         project = fields.pop("project")
         job = services.submit_job(request.user, project, **fields)
         return Response(self.get_serializer(job).data, status=status.HTTP_201_CREATED)
-
-    def _check_project_visible(self, data) -> None:
-        """404 for a project the user may not see, before anything else is said about the body."""
-        name = data.get("project") if isinstance(data, dict) else None
-        visible = access.projects_for(self.request.user)
-        if isinstance(name, str) and not visible.filter(name=name).exists():
-            raise NotFound({"project": [f"project {name!r} not found"]})
 
 
 class JobBulk(APIView):
