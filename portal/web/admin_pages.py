@@ -27,6 +27,7 @@ from portal.cluster.models import Node
 from portal.dashboards.overview import build_overview
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.queries import with_usage
+from portal.notify import services as notify_services
 from portal.notify.models import Delivery, Preference, Webhook
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Role
@@ -180,7 +181,7 @@ def webhook_add(request: HttpRequest, name: str) -> HttpResponse:
     _require(access.can_manage_members(request.user, project))
     serializer = WebhookSerializer(data={"url": request.POST.get("url", "").strip()})
     if serializer.is_valid():
-        webhook = serializer.save(project=project)
+        webhook = notify_services.create_webhook(project, **serializer.validated_data)
         messages.success(
             request, f"Webhook added. Its signing secret, shown once: {webhook.secret}"
         )
@@ -196,9 +197,10 @@ def webhook_delete(request: HttpRequest, name: str, pk: int) -> HttpResponse:
     """Remove one of the project's webhooks (its delivery log goes with it)."""
     project = access.get_project_for(request.user, name)
     _require(access.can_manage_members(request.user, project))
-    deleted, _ = Webhook.objects.filter(project=project, id=pk).delete()
-    if not deleted:
+    webhook = Webhook.objects.filter(project=project, id=pk).first()
+    if webhook is None:
         raise Http404("No such webhook.")
+    notify_services.delete_webhook(webhook)
     messages.success(request, "Webhook removed.")
     return redirect("project-detail", name=name)
 
@@ -327,9 +329,8 @@ def me(request: HttpRequest) -> HttpResponse:
             messages.success(request, "API token revoked: scripts using it now get 401.")
             return redirect("me")
         elif action == "notifications":
-            Preference.objects.update_or_create(
-                user=request.user,
-                defaults={"email": "email" in request.POST, "browser": "browser" in request.POST},
+            notify_services.set_preference(
+                request.user, email="email" in request.POST, browser="browser" in request.POST
             )
             messages.success(request, "Notification settings saved.")
             return redirect("me")

@@ -9,6 +9,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
 from portal import access
+from portal.notify import services
 from portal.notify.models import Delivery, Preference, Webhook
 
 
@@ -67,21 +68,28 @@ class WebhookList(ProjectAdminMixin, generics.ListCreateAPIView):
         return Webhook.objects.filter(project=self.project()).order_by("id")
 
     def perform_create(self, serializer):
-        serializer.save(project=self.project())
+        serializer.instance = services.create_webhook(self.project(), **serializer.validated_data)
         serializer.context["show_secret"] = True
 
 
-class WebhookDetail(ProjectAdminMixin, generics.RetrieveDestroyAPIView):
-    """GET or DELETE one webhook of the project."""
+class WebhookDetail(ProjectAdminMixin, generics.RetrieveUpdateDestroyAPIView):
+    """GET, PATCH (its url, or active: false to pause it) or DELETE one webhook of the project."""
 
     serializer_class = WebhookSerializer
     permission_classes = [IsAuthenticated]
+    http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_object(self) -> Webhook:
         webhook = Webhook.objects.filter(project=self.project(), id=self.kwargs["pk"]).first()
         if webhook is None:
             raise Http404("No such webhook.")
         return webhook
+
+    def perform_update(self, serializer):
+        services.update_webhook(serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, webhook):
+        services.delete_webhook(webhook)
 
 
 class DeliveryList(ProjectAdminMixin, generics.ListAPIView):
@@ -105,5 +113,11 @@ class MyPreference(generics.RetrieveUpdateAPIView):
     http_method_names = ["get", "patch", "head", "options"]
 
     def get_object(self) -> Preference:
-        preference, _ = Preference.objects.get_or_create(user=self.request.user)
-        return preference
+        # the defaults (both on) until the user first saves theirs: reading writes nothing
+        user = self.request.user
+        return Preference.objects.filter(user=user).first() or Preference(user=user)
+
+    def perform_update(self, serializer):
+        serializer.instance = services.set_preference(
+            self.request.user, **serializer.validated_data
+        )
