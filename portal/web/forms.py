@@ -2,8 +2,9 @@
 error messages, field by field.
 
 A form posts text; `form_input` turns it into what the serializer expects (numbers, lists,
-KEY=VALUE maps, checkboxes), and `field_errors` flattens the serializer's errors into one message
-list per field name, for the template to print next to each field.
+KEY=VALUE maps, checkboxes), each field by the reader of its kind (`READERS`), and
+`field_errors` flattens the serializer's errors into one message list per field name, for the
+template to print next to each field.
 """
 
 from __future__ import annotations
@@ -22,56 +23,89 @@ DURATION_TEXT = re.compile(r"^(\d+)\s*([smhd]?)$", re.IGNORECASE)
 SECONDS_PER = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+ABSENT = object()  # a field left out of the serializer input: the serializer's default applies
+
+
 def form_input(post: QueryDict, kinds: dict[str, str]) -> tuple[dict, dict[str, list[str]]]:
     """(serializer input, errors found while reading the text) for the fields in `kinds`.
 
     An empty optional field is left out (the serializer's default applies), except NUMBER fields
-    which become None (meaning "none", e.g. no limit)."""
+    which become None (meaning "none", e.g. no limit). A field that cannot be read is named in
+    the errors; what could be read of it (the good lines of a map) is kept."""
     data, errors = {}, {}
     for name, kind in kinds.items():
-        raw = post.get(name, "")
-        if kind == CHECK:
-            data[name] = name in post
-            continue
-        raw = raw.strip()
-        if kind == NUMBER:
-            data[name] = raw or None
-        elif not raw:
-            continue
-        elif kind == TEXT:
-            data[name] = raw
-        elif kind == FLOAT:  # a JSON number for the API's fields that refuse strings
-            try:
-                data[name] = float(raw)
-            except ValueError:
-                errors[name] = [f"must be a number, not {raw[:32]!r}"]
-        elif kind == DURATION:  # 5400, 90m, 2h, 1d -> seconds (the serializer checks the range)
-            match = DURATION_TEXT.match(raw)
-            if match:
-                data[name] = int(match[1]) * SECONDS_PER[match[2].lower()]
-            else:
-                errors[name] = [f"must be a duration such as 90m, 2h or 1d, not {raw[:32]!r}"]
-        elif kind == LIST:
-            data[name] = [
-                item.strip() for item in raw.replace("\n", ",").split(",") if item.strip()
-            ]
-        elif kind == PORTS:
-            data[name] = raw.replace(",", " ").split()
-        elif kind == WORDS:
-            try:
-                data[name] = shlex.split(raw)
-            except ValueError as exc:
-                errors[name] = [f"cannot split into words: {exc}"]
-        elif kind == ENV:
-            data[name], bad = _pairs(raw, "=")
-            if bad:
-                errors[name] = [f"line {bad!r} is not KEY=VALUE"]
-        elif kind == VOLUMES:
-            pairs, bad = _pairs(raw, ":")
-            data[name] = [{"pvc": claim, "mount_path": path} for claim, path in pairs.items()]
-            if bad:
-                errors[name] = [f"line {bad!r} is not CLAIM:/mount/path"]
+        value, error = read_field(post, name, kind)
+        if value is not ABSENT:
+            data[name] = value
+        if error is not None:
+            errors[name] = [error]
     return data, errors
+
+
+def read_field(post: QueryDict, name: str, kind: str) -> tuple[object, str | None]:
+    """(the serializer input of one field or ABSENT, why its text cannot be read or None)."""
+    if kind == CHECK:
+        return name in post, None
+    raw = post.get(name, "").strip()
+    if kind == NUMBER:
+        return raw or None, None
+    if not raw:
+        return ABSENT, None
+    return READERS[kind](raw)
+
+
+def _text(raw: str) -> tuple[object, str | None]:
+    return raw, None
+
+
+def _float(raw: str) -> tuple[object, str | None]:
+    """A JSON number, for the API's fields that refuse strings."""
+    try:
+        return float(raw), None
+    except ValueError:
+        return ABSENT, f"must be a number, not {raw[:32]!r}"
+
+
+def _duration(raw: str) -> tuple[object, str | None]:
+    """5400, 90m, 2h, 1d -> seconds (the serializer checks the range)."""
+    match = DURATION_TEXT.match(raw)
+    if match is None:
+        return ABSENT, f"must be a duration such as 90m, 2h or 1d, not {raw[:32]!r}"
+    return int(match[1]) * SECONDS_PER[match[2].lower()], None
+
+
+def _list(raw: str) -> tuple[object, str | None]:
+    """Items separated by commas or lines."""
+    return [item.strip() for item in raw.replace("\n", ",").split(",") if item.strip()], None
+
+
+def _ports(raw: str) -> tuple[object, str | None]:
+    return raw.replace(",", " ").split(), None
+
+
+def _words(raw: str) -> tuple[object, str | None]:
+    """A command line split as a shell would."""
+    try:
+        return shlex.split(raw), None
+    except ValueError as exc:
+        return ABSENT, f"cannot split into words: {exc}"
+
+
+def _env(raw: str) -> tuple[object, str | None]:
+    """KEY=VALUE lines -> a map."""
+    pairs, bad = _pairs(raw, "=")
+    return pairs, None if bad is None else f"line {bad!r} is not KEY=VALUE"
+
+
+def _volumes(raw: str) -> tuple[object, str | None]:
+    """CLAIM:/mount/path lines -> [{"pvc": ..., "mount_path": ...}]."""
+    pairs, bad = _pairs(raw, ":")
+    volumes = [{"pvc": claim, "mount_path": path} for claim, path in pairs.items()]
+    return volumes, None if bad is None else f"line {bad!r} is not CLAIM:/mount/path"
+
+
+READERS = {TEXT: _text, FLOAT: _float, DURATION: _duration, LIST: _list, PORTS: _ports,
+           WORDS: _words, ENV: _env, VOLUMES: _volumes}  # fmt: skip
 
 
 def _pairs(raw: str, separator: str) -> tuple[dict[str, str], str | None]:

@@ -186,3 +186,57 @@ def test_my_notification_settings_are_saved(member):
     assert (preference.email, preference.browser) == (False, True)
     page = client.get("/me/").content.decode()
     assert 'name="email" checked' not in page and 'name="browser" checked' in page
+
+
+# --- form_input: each kind of field, read on its own ---------------------------------------
+
+
+def read(kinds: dict, **post) -> tuple[dict, dict]:
+    from django.http import QueryDict
+
+    from portal.web.forms import form_input
+
+    query = QueryDict(mutable=True)
+    query.update(post)
+    return form_input(query, kinds)
+
+
+def test_form_input_reads_every_kind_of_field():
+    from portal.web import forms as f
+
+    kinds = {"t": f.TEXT, "n": f.NUMBER, "x": f.FLOAT, "l": f.LIST, "w": f.WORDS, "e": f.ENV,
+             "c": f.CHECK, "p": f.PORTS, "v": f.VOLUMES, "d": f.DURATION}  # fmt: skip
+    data, errors = read(kinds, t=" a b ", n=" 4 ", x="0.5", l="a, b\nc,", w="python -c 'x y'",
+                        e="A=1\n\n B = two words ", c="on", p="80, 443 8888", v="data:/data",
+                        d="90m")  # fmt: skip
+    assert errors == {}
+    assert data == {"t": "a b", "n": "4", "x": 0.5, "l": ["a", "b", "c"],
+                    "w": ["python", "-c", "x y"], "e": {"A": "1", "B": "two words"}, "c": True,
+                    "p": ["80", "443", "8888"], "v": [{"pvc": "data", "mount_path": "/data"}],
+                    "d": 5400}  # fmt: skip
+
+
+def test_form_input_leaves_out_empty_fields_but_an_empty_number_is_none_and_a_box_false():
+    from portal.web import forms as f
+
+    data, errors = read({"t": f.TEXT, "n": f.NUMBER, "c": f.CHECK, "e": f.ENV, "x": f.FLOAT},
+                        t="  ", n="", e="")  # fmt: skip
+    assert (data, errors) == ({"n": None, "c": False}, {})
+
+
+def test_form_input_names_each_field_it_cannot_read():
+    from portal.web import forms as f
+
+    kinds = {"x": f.FLOAT, "d": f.DURATION, "w": f.WORDS, "e": f.ENV, "v": f.VOLUMES,
+             "t": f.TEXT}  # fmt: skip
+    data, errors = read(kinds, x="lots", d="soon", w="'open", e="A=1\nNOEQUALS\n=3",
+                        v="data:/data\nnocolon", t="fine")  # fmt: skip
+    assert errors == {
+        "x": ["must be a number, not 'lots'"],
+        "d": ["must be a duration such as 90m, 2h or 1d, not 'soon'"],
+        "w": ["cannot split into words: No closing quotation"],
+        "e": ["line 'NOEQUALS' is not KEY=VALUE"],
+        "v": ["line 'nocolon' is not CLAIM:/mount/path"],
+    }
+    # what could be read is kept, for the serializer's own messages on the other fields
+    assert data == {"e": {"A": "1"}, "v": [{"pvc": "data", "mount_path": "/data"}], "t": "fine"}
