@@ -1,0 +1,158 @@
+"""Smoke tests of the Kubernetes lab: what the agent's integration tests will rely on."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.k8s.lab import Lab
+
+pytestmark = pytest.mark.k8s
+
+GFD_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory")
+
+
+def eventually(check: Callable[[], object], what: str, timeout: float = 60) -> object:
+    """Poll `check` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def namespace(k8s_lab: Lab) -> Iterator[str]:
+    name = f"lab-{uuid.uuid4().hex[:8]}"
+    k8s_lab.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    try:
+        k8s_lab.core.delete_namespace(name)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def pod(name: str, *, node: str | None = None, scheduler: str | None = None) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(
+            node_name=node,
+            scheduler_name=scheduler,
+            automount_service_account_token=False,
+            containers=[
+                client.V1Container(
+                    name="main",
+                    image="registry.example/allot/never-pulled:1",  # KWOK pulls nothing
+                    resources=client.V1ResourceRequirements(
+                        requests={"nvidia.com/gpu": "2"}, limits={"nvidia.com/gpu": "2"}
+                    ),
+                )
+            ],
+        ),
+    )
+
+
+def running_on(core: client.CoreV1Api, namespace: str, name: str) -> str | None:
+    """The pod's node once it is Running with every container ready."""
+    status = core.read_namespaced_pod(name, namespace)
+    ready = all(c.ready for c in status.status.container_statuses or [])
+    if status.status.phase == "Running" and ready and status.status.container_statuses:
+        return status.spec.node_name
+    return None
+
+
+def test_nodes_are_ready_with_gpus_and_feature_discovery_labels(k8s_lab: Lab) -> None:
+    nodes = {n.metadata.name: n for n in k8s_lab.core.list_node().items}
+    assert sorted(nodes) == sorted(k8s_lab.nodes)
+    assert len(nodes) == 2
+    for node in nodes.values():
+        ready = [c for c in node.status.conditions if c.type == "Ready"]
+        assert [c.status for c in ready] == ["True"], node.metadata.name
+        assert node.status.allocatable["nvidia.com/gpu"] == "8"
+        assert node.status.capacity["nvidia.com/gpu"] == "8"
+        for label in GFD_LABELS:
+            assert node.metadata.labels.get(label), (node.metadata.name, label)
+        assert node.metadata.labels["nvidia.com/gpu.count"] == "8"
+        assert not node.spec.unschedulable
+        assert not [t for t in node.spec.taints or [] if t.key.startswith("node.kubernetes.io/")]
+
+
+def test_a_pod_with_node_name_becomes_running_under_kwok(k8s_lab: Lab, namespace: str) -> None:
+    node = k8s_lab.nodes[0]
+    k8s_lab.core.create_namespaced_pod(namespace, pod("direct", node=node))
+    assert eventually(lambda: running_on(k8s_lab.core, namespace, "direct"), "Running") == node
+
+
+def test_a_pod_bound_through_the_binding_subresource_becomes_running(
+    k8s_lab: Lab, namespace: str
+) -> None:
+    """What Allot does as the scheduler: schedulerName `allot`, then pods/binding."""
+    node = k8s_lab.nodes[1]
+    k8s_lab.core.create_namespaced_pod(namespace, pod("bound", scheduler="allot"))
+    time.sleep(1)
+    assert k8s_lab.core.read_namespaced_pod("bound", namespace).status.phase == "Pending"
+    binding = client.V1Binding(
+        metadata=client.V1ObjectMeta(name="bound"),
+        target=client.V1ObjectReference(api_version="v1", kind="Node", name=node),
+    )
+    # The API answers a Status, which the client cannot read as a V1Binding: read nothing.
+    k8s_lab.core.create_namespaced_pod_binding("bound", namespace, binding, _preload_content=False)
+    assert eventually(lambda: running_on(k8s_lab.core, namespace, "bound"), "Running") == node
+
+
+def test_a_namespace_gets_its_default_service_account_and_root_ca(
+    k8s_lab: Lab, namespace: str
+) -> None:
+    def default_account() -> bool:
+        try:
+            k8s_lab.core.read_namespaced_service_account("default", namespace)
+            k8s_lab.core.read_namespaced_config_map("kube-root-ca.crt", namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    eventually(default_account, "the default service account and kube-root-ca.crt")
+
+
+def test_the_garbage_collector_deletes_dependents(k8s_lab: Lab, namespace: str) -> None:
+    core = k8s_lab.core
+    owner = core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="owner"))
+    )
+    reference = client.V1OwnerReference(
+        api_version="v1", kind="ConfigMap", name="owner", uid=owner.metadata.uid
+    )
+    dependent = client.V1ObjectMeta(name="dependent", owner_references=[reference])
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=dependent))
+    core.delete_namespaced_config_map("owner", namespace)
+
+    def gone() -> bool:
+        names = {c.metadata.name for c in core.list_namespaced_config_map(namespace).items}
+        return "dependent" not in names
+
+    eventually(gone, "the dependent ConfigMap to be collected")
+
+
+def test_deleting_a_namespace_with_a_running_pod_completes(k8s_lab: Lab) -> None:
+    core = k8s_lab.core
+    name = f"lab-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    core.create_namespaced_pod(name, pod("doomed", node=k8s_lab.nodes[0]))
+    eventually(lambda: running_on(core, name, "doomed"), "Running")
+    core.delete_namespace(name)
+
+    def gone() -> bool:
+        return name not in {n.metadata.name for n in core.list_namespace().items}
+
+    eventually(gone, f"namespace {name} to be deleted", timeout=120)
