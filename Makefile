@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal bench-load bench-dashboards bench-eta replay clean
+.PHONY: run test check lint format bench bench-portal bench-load bench-dashboards bench-eta replay k8s-lab clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ bench-dashboards: $(STAMP)
 # What one refresh of the pending jobs' ETAs costs on busy clusters (scheduler only).
 bench-eta: $(STAMP)
 	$(PY) benchmarks/eta_bench.py
+
+# The Kubernetes lab's binaries (tests/k8s), built from the modules pinned in scripts/k8s-lab.d/
+# into ~/.cache/allot-k8s-lab (slow once, then cached); `scripts/k8s-lab start` runs the lab.
+k8s-lab:
+	$(PYTHON) scripts/k8s-lab build
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis
