@@ -116,6 +116,27 @@ class Stack:
                 time.sleep(0.2)
         raise SystemExit(f"the web tier on :{PORT} did not answer; see {self.logs}")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds used so far by each part: the web tier, the Celery worker, beat (each with
+        its child processes) and every PostgreSQL process (call it before `stop`)."""
+        import psutil
+
+        def used(process) -> float:
+            times = process.cpu_times()
+            return times.user + times.system
+
+        def tree(pid: int) -> float:
+            try:
+                root = psutil.Process(pid)
+                return used(root) + sum(used(child) for child in root.children(recursive=True))
+            except psutil.NoSuchProcess:
+                return 0.0
+
+        parts = dict(zip(("web", "worker", "beat"), (tree(p.pid) for p in self.procs), strict=True))
+        postgres = [p for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
+        parts["postgres"] = sum(used(process) for process in postgres)
+        return {name: round(seconds, 1) for name, seconds in parts.items()}
+
     def stop(self) -> None:
         for proc in self.procs:
             proc.terminate()

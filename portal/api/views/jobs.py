@@ -82,8 +82,8 @@ class JobList(generics.ListCreateAPIView):
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
         project = fields.pop("project")
-        job = services.submit_job(request.user, project, **fields)
-        return Response(self.get_serializer(job).data, status=status.HTTP_201_CREATED)
+        serializer.instance = services.submit_job(request.user, project, **fields)
+        return Response(serializer.data, status=status.HTTP_201_CREATED)  # its fields, built once
 
 
 class JobBulk(APIView):
