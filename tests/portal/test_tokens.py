@@ -40,14 +40,18 @@ def test_login_the_command_and_my_page_hand_out_one_token(api, member, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1] == key
     page = browser(member).post("/me/", {"action": "create-token"}).content.decode()
     assert key not in page and "You have an API token already" in page  # shown once, not again
+    assert 'value="replace-token"' in page and 'value="create-token"' not in page
     assert list(Token.objects.values_list("key", flat=True)) == [key]
     assert with_token(api, key).get("/api/v1/projects/").status_code == 200
 
 
 def test_a_token_made_on_my_page_is_the_one_login_then_hands_out(api, member):
-    page = browser(member).post("/me/", {"action": "create-token"}).content.decode()
+    client = browser(member)
+    assert 'value="create-token"' in client.get("/me/").content.decode()
+    page = client.post("/me/", {"action": "create-token"}).content.decode()
     key = Token.objects.get(user=member).key
     assert key in page
+    assert key not in client.get("/me/").content.decode()  # shown once
     assert login(api) == key
 
 
