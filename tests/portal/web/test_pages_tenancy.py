@@ -1,4 +1,4 @@
-"""Pages and roles beyond the status table of tests/portal/test_tenancy_matrix.py: anonymous
+"""Pages and roles beyond the status table of tests/portal/access/test_tenancy_matrix.py: anonymous
 visitors, names that must not leak, forms a role is not offered, the project admin's rights."""
 
 import pytest
