@@ -360,6 +360,10 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
+# The largest request body (Django's DATA_UPLOAD_MAX_MEMORY_SIZE): the API answers a larger one
+# with a JSON 400 under `body`, and bounds its JSON's nesting (portal/api/parsers.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("ALLOT_MAX_BODY_BYTES", 2_621_440, minimum=1024)
+
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad token a 401, not a 403
     "DEFAULT_AUTHENTICATION_CLASSES": [
