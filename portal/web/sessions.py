@@ -10,17 +10,25 @@ The agent says where the server answers (`get_agent().sessions`, the object the 
 sessions through): under the simulated agent a local JupyterLab (`agents.sessions`), under
 Kubernetes the pod's port 8888, reached through the job's Service (step 6). An agent that runs no
 sessions leaves the page waiting.
+
+Cross-site writes: the proxy adds the server's token, which switches Jupyter's own XSRF check
+off, and Jupyter's requests carry no Django CSRF token, so the proxy checks the origin itself: a
+request that may change state (not GET, HEAD, OPTIONS or TRACE) must come from the portal's own
+pages - its Origin (or, without one, its Referer) the portal's scheme and host or one of
+CSRF_TRUSTED_ORIGINS - else 403 (issue 22 item 6). Websockets are checked before they get here,
+by Channels' AllowedHostsOriginValidator in portal.asgi.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -36,6 +44,7 @@ HOP_BY_HOP = frozenset({
     "transfer-encoding", "upgrade", "host", "content-length", "origin", "referer",
 })  # fmt: skip
 PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the notebook server
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 
 
@@ -67,14 +76,37 @@ def upstream_headers(headers, token: str) -> dict[str, str]:
     return passed
 
 
-# CSRF: the portal's session cookie is SameSite=Lax, so another site's POST arrives without it
-# and is sent to the login page; Jupyter's own requests carry no Django CSRF token.
+def cross_site(request: HttpRequest) -> str | None:
+    """Why a request that may change state did not come from the portal's own pages, or None
+    when it did (or cannot change state)."""
+    if request.method in SAFE_METHODS:
+        return None
+    origin = request.headers.get("Origin")
+    if origin is None:
+        referer = urlsplit(request.headers.get("Referer", ""))
+        if not referer.scheme or not referer.netloc:
+            return "it names neither its Origin nor its Referer"
+        origin = f"{referer.scheme}://{referer.netloc}"
+    portal = f"{request.scheme}://{request.get_host()}"
+    if origin == portal or origin in settings.CSRF_TRUSTED_ORIGINS:
+        return None
+    return f"it comes from {origin[:200]}, not from this portal ({portal})"
+
+
+# CSRF: Jupyter's own requests carry no Django CSRF token, and the token the proxy adds turns
+# Jupyter's XSRF check off, so `cross_site` checks the origin of writes instead (the session
+# cookie's SameSite=Lax alone leaves same-site pages and old browsers).
 @csrf_exempt
 async def session_proxy(request: HttpRequest, project: str, name: str, path: str = ""):
     """Pass one HTTP request to the job's Jupyter server and stream its answer back."""
     user = await request.auser()
     if not user.is_authenticated:
         return redirect_to_login(request.get_full_path())
+    refusal = cross_site(request)
+    if refusal is not None:
+        return HttpResponse(f"Refused: a {request.method} to a notebook must come from the "
+                            f"portal's own pages, and {refusal}.", status=403,
+                            content_type="text/plain")  # fmt: skip
     job, session = await sync_to_async(find_session)(user, project, name)
     if session is None or not job.holds_gpus:
         return await sync_to_async(_not_running)(request, job)
