@@ -1,0 +1,236 @@
+"""The portal on the Kubernetes lab: the fixtures of the integration tier (issue 25).
+
+`allot_lab` is a lab of its own (not `k8s_lab`, whose two `kwok-gpu-*` nodes other tests count):
+the two DGX-1 nodes of TR-4858, `dgx1-1` and `dgx1-2`, 8 x Tesla V100 32 GB each, made with the
+lab script's own node manifest. One lab serves every module that imports the fixture (counted
+as `tests.k8s.lab` counts its users), and is removed after the last.
+
+`portal_on_lab` makes the portal process run `ALLOT_AGENT=kubernetes` against it: KUBECONFIG
+names the lab's admin kubeconfig, the process's agent is rebuilt from the settings
+(`portal.scheduling.agent.get_agent`), and after the test every object the agent made is
+deleted (the projects' namespaces, the reservation pods) so the next test starts empty.
+
+The helpers read the cluster the way a person with kubectl would: the job pods as
+`(project, pod) -> node`, whether they run, the reservation pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from kubernetes.config import kube_config
+
+from tests.k8s.lab import SCRIPT, Lab, lab_command
+
+NODES = ("dgx1-1", "dgx1-2")  # TR-4858's nodes (../shared/scenarios/tr4858.json)
+GPUS_PER_NODE = 8
+GPU_PRODUCT = "Tesla-V100-SXM2-32GB"
+GPU_MEMORY_MIB = 32768
+INGRESS_HOST = "gpu.example.org"
+MANAGED = "app.kubernetes.io/managed-by=allot"
+RESERVATIONS = "allot-system"
+
+
+def lab_script() -> ModuleType:
+    """scripts/k8s-lab as a module (its node manifest)."""
+    name = "allot_k8s_lab_script"
+    if name not in sys.modules:
+        loader = importlib.machinery.SourceFileLoader(name, str(SCRIPT))
+        module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+        sys.modules[name] = module  # dataclasses look their module up while it loads
+        loader.exec_module(module)
+    return sys.modules[name]
+
+
+def eventually(check: Callable[[], object], what: str, timeout: float = 30) -> object:
+    """Poll `check` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def add_nodes(core: client.CoreV1Api, names: tuple[str, ...], **options) -> None:
+    """Create fake GPU nodes with the lab's manifest (`options`: its `start` options) and wait
+    until KWOK has made them Ready."""
+    args = argparse.Namespace(
+        gpus_per_node=GPUS_PER_NODE, gpu_product=GPU_PRODUCT, gpu_memory_mib=GPU_MEMORY_MIB,
+        gpu_family="volta", cpus_per_node=64, memory_per_node="512Gi", label=[],
+    )  # fmt: skip
+    for key, value in options.items():
+        setattr(args, key, value)
+    for name in names:
+        core.create_node(lab_script().node_manifest(name, args))
+
+    def ready() -> bool:
+        nodes = {n.metadata.name: n for n in core.list_node().items}
+        return all(
+            name in nodes
+            and any(
+                c.type == "Ready" and c.status == "True"
+                for c in nodes[name].status.conditions or []
+            )
+            for name in names
+        )
+
+    eventually(ready, f"nodes {', '.join(names)} Ready", timeout=60)
+
+
+class _Shared:
+    lab: Lab | None = None
+    users = 0
+
+
+def _start() -> Lab:
+    check = lab_command("check")
+    if check.returncode:
+        message = (
+            "the Kubernetes lab's binaries are not built; run `scripts/k8s-lab build` "
+            f"(slow the first time, then cached):\n{check.stdout}"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    workdir = Path(tempfile.mkdtemp(prefix="allot-k8s-portal-lab-"))
+    started = lab_command("start", "--dir", str(workdir), "--nodes", "0")
+    if started.returncode:
+        lab_command("clean", "--dir", str(workdir))
+        pytest.fail(f"scripts/k8s-lab start failed:\n{started.stdout}{started.stderr}")
+    state = json.loads((workdir / "state.json").read_text())
+    api = config.new_client_from_config(config_file=state["kubeconfig"])
+    add_nodes(client.CoreV1Api(api), NODES)
+    return Lab(dir=workdir, kubeconfig=Path(state["kubeconfig"]), server=state["server"],
+               nodes=list(NODES), gpus_per_node=GPUS_PER_NODE, api_client=api)  # fmt: skip
+
+
+@pytest.fixture(scope="session", name="allot_lab")
+def fixture_allot_lab() -> Iterator[Lab]:
+    """The lab with TR-4858's two nodes, shared by every module that imports this fixture."""
+    if _Shared.lab is None:
+        _Shared.lab = _start()
+    _Shared.users += 1
+    try:
+        yield _Shared.lab
+    finally:
+        _Shared.users -= 1
+        if _Shared.users == 0:
+            lab, _Shared.lab = _Shared.lab, None
+            lab.api_client.close()
+            lab_command("clean", "--dir", str(lab.dir))
+
+
+@pytest.fixture(name="portal_on_lab")
+def fixture_portal_on_lab(allot_lab: Lab, settings, monkeypatch) -> Iterator[object]:
+    """The process's agent is the Kubernetes agent on the lab (ALLOT_AGENT=kubernetes and
+    KUBECONFIG, as a deployment outside the cluster sets them); yields that agent."""
+    from portal.scheduling import agent as agent_module
+
+    monkeypatch.setenv("KUBECONFIG", str(allot_lab.kubeconfig))
+    # The client reads KUBECONFIG once, when it is imported (before this test set it).
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(allot_lab.kubeconfig))
+    settings.ALLOT_AGENT = "kubernetes"
+    settings.ALLOT_K8S_INGRESS_HOST = INGRESS_HOST
+    settings.ALLOT_K8S_GRACE_PERIOD_S = 0  # KWOK ends a deleted pod at once anyway
+    monkeypatch.setattr(agent_module, "_agent", None)
+    agent = agent_module.get_agent()
+    assert type(agent).__name__ == "KubernetesAgent"
+    try:
+        yield agent
+    finally:
+        agent.close()
+        agent_module._agent = None
+        clean(allot_lab.core)
+
+
+def clean(core: client.CoreV1Api) -> None:
+    """Delete every namespace the agent made and every reservation pod; wait until gone."""
+    namespaces = [n.metadata.name for n in core.list_namespace(label_selector=MANAGED).items]
+    namespaces = [name for name in namespaces if name != RESERVATIONS]
+    for name in namespaces:
+        try:
+            core.delete_namespace(name)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    try:
+        core.delete_collection_namespaced_pod(RESERVATIONS, grace_period_seconds=0)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+    def gone() -> bool:
+        left = {n.metadata.name for n in core.list_namespace().items}
+        return (
+            not (left & set(namespaces))
+            and not core.list_pod_for_all_namespaces(label_selector=MANAGED).items
+        )
+
+    eventually(gone, "the agent's namespaces and pods to be deleted", timeout=90)
+
+
+# --- What the cluster holds ---------------------------------------------------------------------
+
+
+def job_pods(core: client.CoreV1Api) -> dict[tuple[str, str], str | None]:
+    """(project, pod) -> node of every job pod Allot made (reservation pods left out), deleted
+    ones (terminating) included."""
+    found = core.list_pod_for_all_namespaces(label_selector=MANAGED).items
+    return {(pod.metadata.labels["allot.io/project"], pod.metadata.name): pod.spec.node_name
+            for pod in found if "allot.io/job" in (pod.metadata.labels or {})}  # fmt: skip
+
+
+def running_pods(core: client.CoreV1Api) -> dict[tuple[str, str], str]:
+    """(project, pod) -> node of every job pod that is Running, ready and not being deleted."""
+    found = core.list_pod_for_all_namespaces(label_selector=MANAGED).items
+    return {(pod.metadata.labels["allot.io/project"], pod.metadata.name): pod.spec.node_name
+            for pod in found if "allot.io/job" in (pod.metadata.labels or {})
+            and _running(pod)}  # fmt: skip
+
+
+def reservations(core: client.CoreV1Api) -> dict[tuple[str, str], bool]:
+    """(node, device) -> Running of every reservation pod."""
+    found = core.list_namespaced_pod(RESERVATIONS, label_selector="allot.io/reservation=true").items
+    return {(pod.spec.node_name, pod.metadata.labels["allot.io/device"]): _running(pod)
+            for pod in found}  # fmt: skip
+
+
+def _running(pod: client.V1Pod) -> bool:
+    statuses = pod.status.container_statuses or []
+    return (
+        pod.status.phase == "Running"
+        and pod.metadata.deletion_timestamp is None
+        and bool(statuses)
+        and all(s.ready for s in statuses)
+    )
+
+
+def planned_pods(rows) -> dict[tuple[str, str], str]:
+    """(project, pod) -> node of every pod of the jobs `rows` (REST job dicts) holds."""
+    return {(job["project"], f"{job['name']}-{index}"): pod["node"]
+            for job in rows if job["status"] in ("ContainerCreating", "Running")
+            for index, pod in enumerate(job["placement"])}  # fmt: skip
+
+
+def shared_devices(rows) -> set[tuple[str, str]]:
+    """(node, device) of every device the holding jobs of `rows` share."""
+    return {(pod["node"], str(device)) for job in rows
+            if job["status"] in ("ContainerCreating", "Running")
+            for pod in job["placement"] if pod.get("share", 1) < 1
+            for device in pod.get("devices", ())}  # fmt: skip
