@@ -6,7 +6,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-from django.db.models import Max
+from django.db.models import Max, Sum
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -14,7 +14,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 
 from portal import access
 from portal.cluster.models import Node
-from portal.core.validators import NAME_MAX, validate_dns_label
+from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs.models import Job, JobEvent, JobType, ServiceType
 from portal.scheduling.agent import job_urls
 
@@ -41,6 +41,7 @@ def _no_django_validation_error(validator):
 
 
 dns_label = _no_django_validation_error(validate_dns_label)
+mount_path = _no_django_validation_error(validate_mount_path)
 
 
 @extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "multipleOf": 0.01})
@@ -86,8 +87,8 @@ class VolumeSerializer(serializers.Serializer):
     """An existing PersistentVolumeClaim mounted into every pod."""
 
     pvc = serializers.CharField(max_length=253, validators=[dns_label])
-    mount_path = serializers.RegexField(
-        r"^/[^\0]*$", max_length=1024, error_messages={"invalid": "must be an absolute path"}
+    mount_path = serializers.CharField(
+        max_length=1024, trim_whitespace=False, validators=[mount_path]
     )
     read_only = serializers.BooleanField(default=False)
 
@@ -242,15 +243,32 @@ class JobSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(f"invalid variable name {bad[0]!r}")
         return env
 
+    def validate_volumes(self, volumes: list[dict]) -> list[dict]:
+        paths = [volume["mount_path"] for volume in volumes]
+        twice = sorted({path for path in paths if paths.count(path) > 1})
+        if twice:
+            raise serializers.ValidationError(f"two volumes are mounted on {twice[0]}")
+        return volumes
+
     def validate(self, attrs: dict) -> dict:
-        if "largest_node" not in self.context:  # once per request, however many jobs
-            self.context["largest_node"] = Node.objects.aggregate(largest=Max("gpus"))["largest"]
-        largest = self.context["largest_node"] or 0
-        if attrs["gpus"] > largest:
-            asked = f"{float(attrs['gpus']):g}"
-            raise serializers.ValidationError(
-                {"gpus": [f"no node has {asked} GPUs (the largest node has {largest})"]}
+        """A pod must fit on the largest node and the whole job in the whole cluster (issue 22
+        item 8); whether there is room today is the scheduler's question, not a 400."""
+        if "cluster_gpus" not in self.context:  # once per request, however many jobs
+            self.context["cluster_gpus"] = Node.objects.aggregate(
+                largest=Max("gpus"), total=Sum("gpus")
             )
+        largest = self.context["cluster_gpus"]["largest"] or 0
+        total = self.context["cluster_gpus"]["total"] or 0
+        gpus, pods = attrs["gpus"], attrs.get("pods", 1)
+        if gpus > largest:
+            raise serializers.ValidationError(
+                {"gpus": [f"no node has {float(gpus):g} GPUs (the largest node has {largest})"]}
+            )
+        if gpus * pods > total:
+            raise serializers.ValidationError({"pods": [
+                f"{pods} pods of {float(gpus):g} GPUs need {float(gpus * pods):g} GPUs, more "
+                f"than the whole cluster has ({total})"
+            ]})  # fmt: skip
         return attrs
 
 
