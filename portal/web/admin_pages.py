@@ -32,7 +32,7 @@ from portal.notify.models import Delivery, Preference, Webhook
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Role
 from portal.tenancy.queries import min_runtimes
-from portal.web.forms import CHECK, LIST, NUMBER, TEXT, field_errors, form_input
+from portal.web.forms import CHECK, INTEGER, LIST, NUMBER, TEXT, field_errors, form_input
 
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
@@ -98,25 +98,17 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
     kinds = {k: v for k, v in PROJECT_FIELDS.items() if editable is None or k in editable}
     if project is not None:
         kinds.pop("name", None)
-    errors, values = {}, {}
+    errors, values, status = {}, {}, 200
     if request.method == "POST":
-        data, errors = form_input(request.POST, kinds)
-        values = request.POST
-        if not errors:
-            serializer = ProjectSerializer(project, data=data, partial=project is not None)
-            if serializer.is_valid():
-                try:
-                    if project is None:
-                        project = services.create_project(**serializer.validated_data)
-                    else:
-                        services.update_project(project, **serializer.validated_data)
-                except APIException as exc:
-                    errors = field_errors(exc)
-                else:
-                    messages.success(request, f"Project {project.name} saved.")
-                    return redirect("project-detail", name=project.name)
-            else:
-                errors = field_errors(serializer.errors)
+        values, refused = request.POST, _refused_fields(request.POST, kinds)
+        if refused:  # a project admin's quota: said out loud, never dropped with a "saved"
+            errors, status = {"form": [f"Only cluster admins change {', '.join(refused)}: "
+                                       "nothing was saved."]}, 403  # fmt: skip
+        else:
+            saved, errors = _save_project(request, project, kinds)
+            if saved is not None:
+                messages.success(request, f"Project {saved.name} saved.")
+                return redirect("project-detail", name=saved.name)
     elif project is not None:
         values = {
             "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
@@ -129,7 +121,31 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
         "web/project_form.html",
         {"page": "projects", "project": project, "fields": kinds, "values": values,
          "errors": errors, "pools": sorted(set(Node.objects.values_list("pool", flat=True)))},
+        status=status,
     )  # fmt: skip
+
+
+def _refused_fields(post, kinds: dict[str, str]) -> list[str]:
+    """The project's fields a form sent that this user may not change (issue 22 item 8)."""
+    return [field for field in PROJECT_FIELDS if field != "name" and field not in kinds
+            and field in post]  # fmt: skip
+
+
+def _save_project(request: HttpRequest, project, kinds: dict[str, str]) -> tuple[object, dict]:
+    """(the project created or updated, {}) or (None, errors by field)."""
+    data, errors = form_input(request.POST, kinds)
+    if errors:
+        return None, errors
+    serializer = ProjectSerializer(project, data=data, partial=project is not None)
+    if not serializer.is_valid():
+        return None, field_errors(serializer.errors)
+    try:
+        if project is None:
+            return services.create_project(**serializer.validated_data), {}
+        services.update_project(project, **serializer.validated_data)
+        return project, {}
+    except APIException as exc:
+        return None, field_errors(exc)
 
 
 def _plain(number) -> str:
@@ -226,8 +242,8 @@ def nodes(request: HttpRequest) -> HttpResponse:
     errors, values = {}, {}
     if request.method == "POST":
         _require(admin)
-        data, errors = form_input(request.POST, {"name": TEXT, "gpus": TEXT,
-                                                 "gpu_memory_mib": TEXT, "pool": TEXT})  # fmt: skip
+        kinds = {"name": TEXT, "gpus": INTEGER, "gpu_memory_mib": INTEGER, "pool": TEXT}
+        data, errors = form_input(request.POST, kinds)
         values = request.POST
         serializer = NodeSerializer(data=data)
         if not errors and serializer.is_valid():

@@ -16,10 +16,16 @@ from django.http import QueryDict
 from rest_framework.exceptions import APIException
 
 # how a form field's text becomes serializer input
-TEXT, NUMBER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION = (
-    "text", "number", "float", "list", "words", "env", "check", "ports", "volumes", "duration"
+TEXT, NUMBER, INTEGER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION = (
+    "text", "number", "integer", "float", "list", "words", "env", "check", "ports", "volumes",
+    "duration",
 )  # fmt: skip
-DURATION_TEXT = re.compile(r"^(\d+)\s*([smhd]?)$", re.IGNORECASE)
+# Numbers are written with the digits 0-9 only: Python's int(), float() and Decimal() (and so
+# DRF's fields) also read other scripts' digits, such as the full-width 1, U+FF11 (issue 22,
+# item 8).
+NUMBER_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$", re.ASCII)
+INTEGER_TEXT = re.compile(r"^[+-]?\d+$", re.ASCII)
+DURATION_TEXT = re.compile(r"^(\d+)\s*([smhd]?)$", re.IGNORECASE | re.ASCII)
 SECONDS_PER = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -48,22 +54,37 @@ def read_field(post: QueryDict, name: str, kind: str) -> tuple[object, str | Non
         return name in post, None
     raw = post.get(name, "").strip()
     if kind == NUMBER:
-        return raw or None, None
+        return _number(raw) if raw else (None, None)
     if not raw:
         return ABSENT, None
     return READERS[kind](raw)
+
+
+def _not_a_number(raw: str) -> str:
+    return f"must be a number written with the digits 0-9, not {raw[:32]!r}"
 
 
 def _text(raw: str) -> tuple[object, str | None]:
     return raw, None
 
 
+def _number(raw: str) -> tuple[object, str | None]:
+    """A number as text, for the serializer's decimal and integer fields to read."""
+    return (raw, None) if NUMBER_TEXT.match(raw) else (ABSENT, _not_a_number(raw))
+
+
+def _integer(raw: str) -> tuple[object, str | None]:
+    """A whole number."""
+    if not INTEGER_TEXT.match(raw):
+        return ABSENT, f"must be a whole number written with the digits 0-9, not {raw[:32]!r}"
+    return int(raw), None
+
+
 def _float(raw: str) -> tuple[object, str | None]:
     """A JSON number, for the API's fields that refuse strings."""
-    try:
-        return float(raw), None
-    except ValueError:
-        return ABSENT, f"must be a number, not {raw[:32]!r}"
+    if not NUMBER_TEXT.match(raw):
+        return ABSENT, _not_a_number(raw)
+    return float(raw), None
 
 
 def _duration(raw: str) -> tuple[object, str | None]:
@@ -80,7 +101,9 @@ def _list(raw: str) -> tuple[object, str | None]:
 
 
 def _ports(raw: str) -> tuple[object, str | None]:
-    return raw.replace(",", " ").split(), None
+    ports = raw.replace(",", " ").split()
+    bad = [port for port in ports if not INTEGER_TEXT.match(port)]
+    return (ports, None) if not bad else (ABSENT, f"port {bad[0][:32]!r} is not a number 1-65535")
 
 
 def _words(raw: str) -> tuple[object, str | None]:
@@ -104,8 +127,8 @@ def _volumes(raw: str) -> tuple[object, str | None]:
     return volumes, None if bad is None else f"line {bad!r} is not CLAIM:/mount/path"
 
 
-READERS = {TEXT: _text, FLOAT: _float, DURATION: _duration, LIST: _list, PORTS: _ports,
-           WORDS: _words, ENV: _env, VOLUMES: _volumes}  # fmt: skip
+READERS = {TEXT: _text, INTEGER: _integer, FLOAT: _float, DURATION: _duration, LIST: _list,
+           PORTS: _ports, WORDS: _words, ENV: _env, VOLUMES: _volumes}  # fmt: skip
 
 
 def _pairs(raw: str, separator: str) -> tuple[dict[str, str], str | None]:

@@ -25,6 +25,7 @@ from portal.web.forms import (
     DURATION,
     ENV,
     FLOAT,
+    INTEGER,
     NUMBER,
     PORTS,
     TEXT,
@@ -36,7 +37,7 @@ from portal.web.forms import (
 from scheduler.bands import band_for
 
 JOB_FIELDS = {
-    "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": TEXT, "type": TEXT,
+    "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": INTEGER, "type": TEXT,
     "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
     "service_type": TEXT, "volumes": VOLUMES, "estimate_s": DURATION,
 }  # fmt: skip

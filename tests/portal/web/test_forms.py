@@ -232,7 +232,7 @@ def test_form_input_names_each_field_it_cannot_read():
     data, errors = read(kinds, x="lots", d="soon", w="'open", e="A=1\nNOEQUALS\n=3",
                         v="data:/data\nnocolon", t="fine")  # fmt: skip
     assert errors == {
-        "x": ["must be a number, not 'lots'"],
+        "x": ["must be a number written with the digits 0-9, not 'lots'"],
         "d": ["must be a duration such as 90m, 2h or 1d, not 'soon'"],
         "w": ["cannot split into words: No closing quotation"],
         "e": ["line 'NOEQUALS' is not KEY=VALUE"],
