@@ -160,29 +160,29 @@ def fixture_portal_on_lab(allot_lab: Lab, settings, monkeypatch) -> Iterator[obj
 
 
 def clean(core: client.CoreV1Api) -> None:
-    """Delete every namespace the agent made and every reservation pod; wait until gone."""
+    """Delete every pod the agent made and wait until they are gone; delete the namespaces it
+    made (their Services, Ingresses and quotas with them) without waiting: the namespace
+    controller takes seconds, and no two tests use the same project."""
     namespaces = [n.metadata.name for n in core.list_namespace(label_selector=MANAGED).items]
-    namespaces = [name for name in namespaces if name != RESERVATIONS]
-    for name in namespaces:
+    for name in [*namespaces, RESERVATIONS]:
         try:
-            core.delete_namespace(name)
+            core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
         except ApiException as exc:
             if exc.status != 404:
                 raise
-    try:
-        core.delete_collection_namespaced_pod(RESERVATIONS, grace_period_seconds=0)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    for name in namespaces:
+        if name == RESERVATIONS:
+            continue
+        try:
+            core.delete_namespace(name)
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
 
     def gone() -> bool:
-        left = {n.metadata.name for n in core.list_namespace().items}
-        return (
-            not (left & set(namespaces))
-            and not core.list_pod_for_all_namespaces(label_selector=MANAGED).items
-        )
+        return not core.list_pod_for_all_namespaces(label_selector=MANAGED).items
 
-    eventually(gone, "the agent's namespaces and pods to be deleted", timeout=90)
+    eventually(gone, "the agent's pods to be deleted", timeout=60)
 
 
 # --- What the cluster holds ---------------------------------------------------------------------
@@ -234,3 +234,83 @@ def shared_devices(rows) -> set[tuple[str, str]]:
             if job["status"] in ("ContainerCreating", "Running")
             for pod in job["placement"] if pod.get("share", 1) < 1
             for device in pod.get("devices", ())}  # fmt: skip
+
+
+# --- The portal through its REST API ------------------------------------------------------------
+
+
+class Rest:
+    """What a REST client of the portal does, through DRF's test client in this process (the
+    views run the cycle with the process's agent, the Kubernetes one under `portal_on_lab`)."""
+
+    def __init__(self, api_client):
+        self.client = api_client
+
+    def call(self, method: str, path: str, body: dict | None = None, ok=(200, 201, 204)):
+        answer = getattr(self.client, method)(f"/api/v1/{path}", body, format="json")
+        assert answer.status_code in ok, (method, path, answer.status_code, answer.content[:500])
+        return answer.json() if answer.content else None
+
+    def project(self, name: str, quota: float, **fields) -> None:
+        self.call("post", "projects/", {"name": name, "quota": quota, **fields})
+
+    def submit(self, project: str, name: str, gpus: float, **fields) -> dict:
+        return self.call("post", "jobs/", {"project": project, "name": name, "gpus": gpus,
+                                           **fields})  # fmt: skip
+
+    def delete(self, project: str, name: str) -> None:
+        self.call("delete", f"jobs/{project}/{name}/")
+
+    def settle(self) -> dict:
+        answer = self.call("post", "scheduler/cycles/", {})
+        assert answer["settled"], answer
+        return answer
+
+    def job(self, project: str, name: str) -> dict:
+        return self.call("get", f"jobs/{project}/{name}/")
+
+    def jobs(self) -> list[dict]:
+        return self.call("get", "jobs/?page_size=1000")["results"]
+
+    def events(self, project: str, name: str) -> list[dict]:
+        answer = self.call("get", f"jobs/{project}/{name}/events/")
+        return answer["results"] if isinstance(answer, dict) else answer
+
+    def status_becomes(self, project: str, name: str, *statuses: str, timeout: float = 30) -> dict:
+        """Run cycles until the job's status is one of `statuses`; the job."""
+
+        def reached() -> dict | None:
+            self.settle()
+            job = self.job(project, name)
+            return job if job["status"] in statuses else None
+
+        return eventually(reached, f"{project}/{name} to be {' or '.join(statuses)}", timeout)
+
+    def all_running(self, timeout: float = 30) -> list[dict]:
+        """Run cycles until every job that holds GPUs is Running; those jobs."""
+
+        def reached() -> list[dict] | None:
+            self.settle()
+            holding = [j for j in self.jobs() if j["status"] in ("ContainerCreating", "Running")]
+            return holding if all(j["status"] == "Running" for j in holding) else None
+
+        return eventually(reached, "every placed job to be Running", timeout)
+
+
+def cluster_matches(core: client.CoreV1Api, rows: list[dict], timeout: float = 30) -> dict:
+    """Wait until the cluster holds exactly the job pods `rows` plan, each Running on its planned
+    node (reservation pods aside); fail with the difference. The planned pods."""
+    want = planned_pods(rows)
+    deadline = time.monotonic() + timeout
+    while True:
+        present, running = job_pods(core), running_pods(core)
+        if present == want and running == want:
+            return want
+        if time.monotonic() > deadline:
+            missing = sorted(set(want.items()) - set(running.items()))
+            extra = sorted(set(present.items()) - set(want.items()))
+            pytest.fail(
+                "the cluster's pods are not the planned ones:\n"
+                f"  planned, not Running there: {missing}\n  on the cluster, not planned: {extra}"
+            )
+        time.sleep(0.1)

@@ -9,8 +9,6 @@ Running, every shared device held by a Running reservation pod; the evicted jobs
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from rest_framework.authtoken.models import Token
 
@@ -18,38 +16,17 @@ from portal.cluster.models import Node
 from scheduler_tools.replay import main as replay_in_memory
 from tests.k8s.portal_lab import (  # noqa: F401  (fixture_*: the fixtures this module uses)
     GPU_PRODUCT,
+    cluster_matches,
     eventually,
     fixture_allot_lab,
     fixture_portal_on_lab,
-    job_pods,
-    planned_pods,
     reservations,
-    running_pods,
     shared_devices,
 )
 from tests.paths import tr4858
 from tests.portal.scheduling.test_replay_script import load_script
 
 pytestmark = [pytest.mark.k8s, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for_cluster(core, rows, timeout: float = 30) -> dict:
-    """Wait until the cluster holds exactly the pods `rows` plan, all Running on their planned
-    nodes; fail with the difference."""
-    want = planned_pods(rows)
-    deadline = time.monotonic() + timeout
-    while True:
-        present, running = job_pods(core), running_pods(core)
-        if present == want and running == want:
-            return want
-        if time.monotonic() > deadline:
-            missing = sorted(set(want.items()) - set(running.items()))
-            extra = sorted(set(present.items()) - set(want.items()))
-            pytest.fail(
-                "the cluster's pods are not the planned ones:\n"
-                f"  planned, not Running there: {missing}\n  on the cluster, not planned: {extra}"
-            )
-        time.sleep(0.1)
 
 
 def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
@@ -67,7 +44,7 @@ def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
         """After each `expect` step: the portal's state, and the cluster checked against it."""
         state = read_state(portal, scenario)
         rows = portal.all("/api/v1/jobs/")
-        placed = wait_for_cluster(core, rows)
+        placed = cluster_matches(core, rows)
         held = {where for where, running in reservations(core).items() if running}
         assert shared_devices(rows) <= held, "a shared device without a Running reservation pod"
         steps.append((placed, rows))
