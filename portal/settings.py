@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -168,6 +169,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",  # failed sign-ins and lockouts (issue 22 item 3)
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
@@ -190,6 +192,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a lockout into portal.web.lockout's answer
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -356,6 +359,30 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Every way in (/login/, /admin/login/, POST /api/v1/auth/token/) signs in through
+# authenticate() with the request, so django-axes sees each failure: ALLOT_LOGIN_FAILURE_LIMIT
+# failures for one account (from anywhere) or from one address (for any account) within
+# ALLOT_LOGIN_LOCKOUT_MIN minutes lock that account or address out for as long - a 429, even
+# for the right password - and axes logs each lockout (logger "axes", with the account and the
+# address). Tries during a lockout do not extend it. A cluster admin unlocks at once with
+# `manage.py axes_reset_username NAME` or `axes_reset_ip ADDRESS` (or in /admin/).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("ALLOT_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ALLOT_LOGIN_LOCKOUT_MIN", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "portal.web.lockout.locked_out"
+AXES_CLIENT_IP_CALLABLE = "portal.api.throttling.client_address"
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # logs name the account and address, never a password
+AXES_VERBOSE = False  # no banner at each start; its log lines still name account and address
+AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures and lockouts are kept
+# Reverse proxies in front of the portal that append the client's address to X-Forwarded-For;
+# 0: the header is ignored (anyone can write it) and the client is the socket's peer. The login
+# throttle and the lockouts both find the client this way (portal/api/throttling.py).
+ALLOT_TRUSTED_PROXIES = envint("ALLOT_TRUSTED_PROXIES", 0)
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
@@ -379,6 +406,7 @@ REST_FRAMEWORK = {
     "COERCE_DECIMAL_TO_STRING": False,
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_THROTTLE_RATES": {"login": envstr("ALLOT_LOGIN_RATE", "30/min")},
+    "NUM_PROXIES": ALLOT_TRUSTED_PROXIES,
 }
 if DEBUG:
     REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"].append(
@@ -427,7 +455,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    # axes: failures and lockouts (WARNING), not every successful sign-in
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- What no Jupyter session may read (last: every NAME_FILE secret is known by now) ---------

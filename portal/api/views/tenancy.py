@@ -6,10 +6,9 @@ from django.contrib.auth import authenticate, get_user_model
 from django.http import Http404
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from portal import access
@@ -20,6 +19,7 @@ from portal.api.permissions import (
     MayManageMembers,
 )
 from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.api.throttling import LoginThrottle, lockout_message, lockout_minutes
 from portal.jobs.queries import with_usage
 from portal.tenancy import services
 from portal.tenancy.models import Membership, Project
@@ -129,9 +129,12 @@ class ObtainToken(APIView):
     The same token every time until it is revoked, here or on the user's page (`/me/`), which
     also replaces it; a wrong pair is a 400 that does not say which half was wrong. Signing in
     needs no credentials (a stale token in the header must not stop a login); revoking does.
+    Password tries are throttled per client address, and too many failures for an account or
+    from an address lock both out for a while (django-axes, as at /login/ and /admin/login/): a
+    429 until then, even for the right password.
     """
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [LoginThrottle]
     throttle_scope = "login"
 
     def get_authenticators(self):
@@ -153,11 +156,13 @@ class ObtainToken(APIView):
     def post(self, request) -> Response:
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = authenticate(
+        user = authenticate(  # with the request: axes counts the failure and may lock out
             request,
             username=data.validated_data["username"],
             password=data.validated_data["password"],
         )
+        if getattr(request, "axes_locked_out", False):
+            raise Throttled(wait=lockout_minutes() * 60, detail=lockout_message())
         if user is None:
             raise ValidationError({"password": ["wrong username or password"]})
         token, _ = services.issue_token(user)
