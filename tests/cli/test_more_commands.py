@@ -146,7 +146,8 @@ def test_bash_says_plainly_when_the_portal_cannot_open_the_websocket(allot, monk
 
 def test_top_shows_the_tiles_and_projects_and_parses_as_json(allot):  # noqa: F811
     assert allot("submit", "t1", "-p", "team-b", "-g", "3").returncode == 0
-    assert allot("submit", "t2", "-p", "team-b", "-g", "8", "--pods", "3").returncode == 0
+    # the whole cluster (2 x 8), 3 GPUs of it taken: waits (a job larger than the cluster is a 400)
+    assert allot("submit", "t2", "-p", "team-b", "-g", "8", "--pods", "2").returncode == 0
     settle()
     shown = allot("top")
     assert shown.returncode == 0, shown.stderr
@@ -191,8 +192,10 @@ def test_submit_wait_returns_once_the_job_runs(allot):  # noqa: F811
 
 
 def test_submit_wait_gives_up_saying_why_the_job_waits(allot):  # noqa: F811
+    assert allot("submit", "small", "-p", "team-a", "-g", "1").returncode == 0
+    settle()  # one GPU taken: a gang of the whole cluster (2 x 8) waits
     with Cycles():
-        done = allot("submit", "big", "-p", "team-a", "-g", "8", "--pods", "3", "--wait",
+        done = allot("submit", "big", "-p", "team-a", "-g", "8", "--pods", "2", "--wait",
                      "--timeout", "3")  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr
     reason = Job.objects.get(name="big").pending_reason
@@ -215,7 +218,7 @@ def test_submit_wait_stops_with_the_reason_when_the_job_fails(allot):  # noqa: F
 
     failer = threading.Thread(target=fail_soon, daemon=True)
     failer.start()
-    done = allot("submit", "doomed", "-p", "team-a", "-g", "8", "--pods", "3", "--wait",
+    done = allot("submit", "doomed", "-p", "team-a", "-g", "8", "--pods", "2", "--wait",
                  "--timeout", "30")  # fmt: skip
     failer.join(20)
     assert done.returncode == 1 and "Traceback" not in done.stderr
