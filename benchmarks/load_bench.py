@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     lock = threading.Lock()
     try:
         teams = researchers(stack, admin, args.clients)
+        before = stack.cpu_seconds()
         until = time.monotonic() + args.seconds
         threads = [threading.Thread(target=client, args=(stack.base, p, t, until, seen, lock))
                    for p, t in teams]  # fmt: skip
@@ -94,14 +95,17 @@ def main(argv: list[str] | None = None) -> int:
             thread.start()
         for thread in threads:
             thread.join()
+        after = stack.cpu_seconds()
     finally:
         stack.stop()
+    cpu = {part: round(after[part] - before[part], 1) for part in after}
+    print(f"CPU seconds during the load: {cpu}")
     kinds = {kind: figures(samples, args.seconds) for kind, samples in seen.items()}
     for kind, numbers in kinds.items():
         print(f"{kind}: {numbers}")
     summary = {"clients": args.clients, "seconds": args.seconds, "web_processes": args.web,
                **figures([s for samples in seen.values() for s in samples], args.seconds),
-               "kinds": kinds}  # fmt: skip
+               "cpu_s": cpu, "kinds": kinds}  # fmt: skip
     print(json.dumps(summary))
     return 0 if summary["errors"] == 0 else 1
 
