@@ -60,3 +60,24 @@ def test_every_job_shows_exactly_what_drf_would_show(jobs):
 def test_a_list_of_jobs_shows_the_same_as_each_job_alone(jobs):
     listed = JobSerializer(Job.objects.select_related("project", "user"), many=True).data
     assert [dict(item) for item in listed] == [drf_representation(job) for job in jobs]
+
+
+def test_listing_more_jobs_asks_the_database_nothing_more(api, member, team_a):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    project = Project.objects.get(name="team-a")
+    client = api(member)
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get("/api/v1/jobs/?project=team-a").status_code == 200
+        return len(queries.captured_queries)
+
+    Job.objects.create(project=project, name="one", gpus=1, user=member)
+    few = statements()
+    for i in range(20):
+        Job.objects.create(project=project, name=f"more-{i}", gpus=1, user=member,
+                           status=Status.RUNNING, started_at=timezone.now(),
+                           placement=[{"node": "n1", "devices": [i % 8]}])  # fmt: skip
+    assert statements() == few  # no column fetched one job at a time
