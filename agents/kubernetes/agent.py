@@ -1,18 +1,20 @@
 """`KubernetesAgent`: the agent interface carried out on a real cluster with the official client.
 
 - `start` creates and binds a job's pods all or nothing (`pods.start_job`), then its Service and
-  Ingress; a start the API refuses for a passing reason (unreachable, 5xx, 409 while old pods
-  still terminate) is kept and retried by the next `observe`, with exponential back-off while
-  the API server is down. A start the API rejects for good (4xx: an invalid image name, a
-  forbidden namespace) makes the job Failed with the API's message.
-- `start` with a new placement (a consolidation move) deletes the old pods and starts the job
+  Ingress. `stop` deletes the job's pods (with the configured grace period), Service and Ingress.
+  A start with a new placement (a consolidation move) deletes the old pods and starts the job
   again once the watch shows them gone.
-- `stop` deletes the job's pods (with the configured grace period), Service and Ingress.
+- Failures are judged per job (`faults`): one job's start or stop that fails never holds up
+  another's. A transient failure (429, 5xx, old pods still terminating) backs that job off
+  (1 s doubling to `max_backoff_s`); a namespace still being set up is retried quickly for a
+  while; a permanent one (another 4xx) fails a start with the API's message, and a stop is
+  given up and logged. Only when the API server cannot be reached at all
+  (or refuses the credentials) does the whole agent back off, and `problem` says so: the portal
+  keeps planning from the database and owed starts and stops are carried out when it answers.
 - `observe` reads the nodes (every `node_refresh_s`), the pods from the watch cache
   (`watch.PodWatcher`: list, watch, relist on 410 Gone), GPU utilization from the DCGM exporter
-  when one is configured, and frees reservation pods no fractional pod uses any more. While the
-  API server cannot be reached it reports the jobs as last seen, no nodes, and `problem` says so:
-  the portal keeps planning and shows the message; the agent retries with back-off.
+  when one is configured, and frees reservation pods no fractional pod uses any more. A started
+  job whose pods all vanished is Failed with that reason.
 - `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
   `service_type=ingress` jobs, else the Service's in-cluster address.
 - `sessions` finds Launch Jupyter's notebook pods for the portal's session proxy
@@ -26,7 +28,6 @@ every job the database says is placed, and creating what exists (409) counts as 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -38,7 +39,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
-from agents.kubernetes import dcgm, manifests, pods
+from agents.kubernetes import dcgm, faults, manifests, pods
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
@@ -49,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 VANISHED_AFTER_S = 30.0  # a started job whose pods stay absent this long was deleted outside
+SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
 
 
 def utc_now() -> datetime:
@@ -56,27 +58,7 @@ def utc_now() -> datetime:
 
 
 class Unreachable(Exception):
-    """The API server cannot be reached or failed with a 5xx: try again later."""
-
-
-def _passing(exc: Exception) -> bool:
-    """True for failures that a later attempt may not meet (connection errors, 5xx, 409, 429)."""
-    if isinstance(exc, ApiException):
-        return exc.status is None or exc.status >= 500 or exc.status in (409, 429)
-    return True
-
-
-def _describe(exc: Exception) -> str:
-    """An API failure in one line, with the message of the API's Status body when it has one."""
-    if isinstance(exc, ApiException):
-        try:
-            message = json.loads(exc.body or "{}").get("message", "")
-        except (ValueError, AttributeError):
-            message = ""
-        verb = "refused" if exc.status and exc.status < 500 else "answered"
-        text = f"the API server {verb}: {exc.status} {exc.reason or ''}".strip()
-        return f"{text}: {message}" if message else text
-    return f"cannot reach the API server ({type(exc).__name__})"
+    """The API server cannot be reached (or refuses the credentials): try again later."""
 
 
 class KubernetesAgent:
@@ -97,8 +79,10 @@ class KubernetesAgent:
         self._specs: dict[JobKey, JobSpec] = {}  # every job this agent was told to run
         self._unstarted: dict[JobKey, JobSpec] = {}  # starts still to do (or to retry)
         self._moving: dict[JobKey, JobSpec] = {}  # waiting for the old pods to go
-        self._unstopped: set[JobKey] = set()  # stops to retry
-        self._refused: dict[JobKey, str] = {}  # starts the API rejected for good
+        self._unstopped: set[JobKey] = set()  # stops still to do (or to retry)
+        self._refused: dict[JobKey, str] = {}  # starts (or moves) the API rejected for good
+        self._stop_refused: dict[JobKey, float] = {}  # when a stop was rejected for good
+        self._retries = faults.Backoff(monotonic, config.max_backoff_s)  # per job
         self._started_at: dict[JobKey, float] = {}
         self._last: dict[JobKey, JobStatus] = {}
         self._nodes: tuple[NodeStatus, ...] = ()
@@ -108,7 +92,7 @@ class KubernetesAgent:
         self._retry_at = float("-inf")
         self.problem = ""  # why the cluster cannot be seen ("" when it can)
 
-    # ------------------------------------------------------------------ back-off
+    # ------------------------------------------------------------------ back-off (whole agent)
     def _backing_off(self) -> bool:
         return self.monotonic() < self._retry_at
 
@@ -117,7 +101,8 @@ class KubernetesAgent:
         wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
         self._retry_at = self.monotonic() + wait
         what = "failing" if isinstance(exc, ApiException) else "unreachable"
-        self.problem = f"Kubernetes API server {what}: {_describe(exc)}; retrying in {wait:g} s"
+        message = faults.describe(exc)
+        self.problem = f"Kubernetes API server {what}: {message}; retrying in {wait:g} s"
         logger.warning("%s", self.problem)
 
     def _reached(self) -> None:
@@ -131,27 +116,29 @@ class KubernetesAgent:
             old = self._specs.get(job.key)
             self._specs[job.key] = job
             self._refused.pop(job.key, None)
+            if old != job:
+                self._retries.clear(job.key)  # a new spec is tried at once
             if old is not None and old.placement != job.placement and job.key in self._started_at:
                 self._moving[job.key] = job
                 self._unstarted.pop(job.key, None)
                 self._unstopped.add(job.key)
             else:
                 self._unstarted[job.key] = job
-        if not self._backing_off():
-            with contextlib.suppress(Unreachable):
-                self._catch_up()
+        self._carry_on()
 
     def stop(self, project: str, name: str) -> None:
-        """Delete the job's pods, Service and Ingress; forget it."""
+        """Delete the job's pods, Service and Ingress; forget it. A stop the API refused for
+        good is not tried again before `max_backoff_s` has passed."""
         key = (project, name)
         with self._lock:
             for table in (self._specs, self._unstarted, self._moving, self._refused,
                           self._started_at, self._last):  # fmt: skip
                 table.pop(key, None)
-            self._unstopped.add(key)
-        if not self._backing_off():
-            with contextlib.suppress(Unreachable):
-                self._catch_up()
+            self._retries.clear(key)
+            refused_at = self._stop_refused.get(key)
+            if refused_at is None or self.monotonic() - refused_at >= self.config.max_backoff_s:
+                self._unstopped.add(key)
+        self._carry_on()
 
     def observe(self) -> Observation:
         """Every job this agent runs or sees, and the GPU nodes (see the module docstring)."""
@@ -168,9 +155,9 @@ class KubernetesAgent:
         except Unreachable:
             return self._observation(now, self._nodes_offline())
         except Exception as exc:
-            if not _passing(exc):
-                raise
-            self._failed(exc)
+            if not isinstance(exc, ApiException) and faults.kind(exc) == "permanent":
+                raise  # not the cluster's doing: a fault of Allot's own, to be seen
+            self._failed(exc)  # the nodes or a listing cannot be read: nothing is known
             return self._observation(now, self._nodes_offline())
         self._reached()
         if self.watcher.error:
@@ -189,7 +176,8 @@ class KubernetesAgent:
                 _request_timeout=5,
             )
         except Exception as exc:
-            return JobStatus(job.project, job.name, "ContainerCreating", message=_describe(exc))
+            message = faults.describe(exc)
+            return JobStatus(job.project, job.name, "ContainerCreating", message=message)
         found = [self.api.sanitize_for_serialization(pod) for pod in answer.items]
         status = job_status(job.project, job.name, found)
         usage = self._utilization()
@@ -210,9 +198,9 @@ class KubernetesAgent:
         except ApiException as exc:
             if exc.status in (400, 404):  # not started yet, or gone
                 return []
-            return [f"(logs unavailable: {_describe(exc)})"]
+            return [f"(logs unavailable: {faults.describe(exc)})"]
         except Exception as exc:
-            return [f"(logs unavailable: {_describe(exc)})"]
+            return [f"(logs unavailable: {faults.describe(exc)})"]
         return text.splitlines()[-tail:] if tail else []
 
     def urls(self, job: JobSpec) -> list[dict]:
@@ -233,55 +221,134 @@ class KubernetesAgent:
         self.watcher.stop()
 
     # ------------------------------------------------------------------ carrying out
+    def _carry_on(self) -> None:
+        """Carry out what is owed now, unless the whole agent is backing off."""
+        if not self._backing_off():
+            with contextlib.suppress(Unreachable):
+                self._catch_up()
+
     def _catch_up(self) -> None:
-        """Retry the stops, moves and starts still owed; raise Unreachable at the first
-        failure that a later attempt may not meet (after starting the back-off)."""
+        """Do the stops, moves and starts owed whose job is not backing off, each on its own:
+        one job's failure is that job's (`_stop_failed`, `_start_failed`). Raise Unreachable,
+        leaving the rest owed, only when the API server cannot be reached at all."""
         with self._lock:
-            stops = sorted(self._unstopped)
+            stops = sorted(key for key in self._unstopped if self._retries.due(key))
         for key in stops:
-            try:
-                pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s)
-            except Exception as exc:
-                self._raise(exc)
-            with self._lock:
-                self._unstopped.discard(key)
+            self._stop_one(key)
         cached = {_job_key(pod) for pod in self.watcher.snapshot()}
         with self._lock:
             for key in [key for key in self._moving if key not in cached]:
                 self._unstarted[key] = self._moving.pop(key)
-            starts = list(self._unstarted.values())
+            starts = [job for key, job in self._unstarted.items()
+                      if key not in self._unstopped and self._retries.due(key)]  # fmt: skip
         if starts and not self._nodes:
             try:
                 self._nodes = tuple(inventory(self.api, self.config))
             except Exception as exc:
-                self._raise(exc)
+                self._failed(exc)
+                raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
         for job in starts:
-            try:
-                pods.start_job(self.api, job, memory, self.config.image_pull_policy,
-                               self.config.session_secret)  # fmt: skip
-                try:
-                    pods.expose(self.api, job, self.config.ingress_host, self.config.ingress_class)
-                except Exception:
-                    pods.stop_job(self.api, job.project, job.name, grace_period_s=0)
-                    raise
-            except Exception as exc:
-                if _passing(exc):
-                    self._raise(exc)
-                with self._lock:
-                    self._unstarted.pop(job.key, None)
-                    self._refused[job.key] = f"could not be started: {_describe(exc)}"
-                continue
-            with self._lock:
-                if self._unstarted.get(job.key) == job:
-                    del self._unstarted[job.key]
-                    self._started_at[job.key] = self.monotonic()
+            self._start_one(job, memory)
 
-    def _raise(self, exc: Exception) -> None:
-        if isinstance(exc, ApiException) and exc.status == 409:
-            raise Unreachable(str(exc)) from exc  # old pods still terminating: next cycle
-        self._failed(exc)
-        raise Unreachable(str(exc)) from exc
+    def _stop_one(self, key: JobKey) -> None:
+        try:
+            pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s)
+        except Exception as exc:
+            self._stop_failed(key, exc)
+            return
+        with self._lock:
+            self._unstopped.discard(key)
+            self._stop_refused.pop(key, None)
+            self._retries.clear(key)
+
+    def _stop_failed(self, key: JobKey, exc: Exception) -> None:
+        """Back the stop off, or give it up when no retry can help (issue 25 item 1): a moving
+        job then fails."""
+        kind, message = self._judge(exc, key)
+        if kind != "permanent":
+            with self._lock:
+                wait = self._retries.defer(key, f"stop failed: {message}")
+            logger.warning("stopping %s/%s: %s; retrying in %g s", *key, message, wait)
+            return
+        logger.error("stopping %s/%s: %s; given up", *key, message)
+        with self._lock:
+            self._unstopped.discard(key)
+            self._retries.clear(key)
+            self._stop_refused[key] = self.monotonic()
+            if self._moving.pop(key, None) is not None:
+                self._refused[key] = f"could not be moved: {message}"
+
+    def _start_one(self, job: JobSpec, memory: dict[str, int]) -> None:
+        try:
+            pods.start_job(self.api, job, memory, self.config.image_pull_policy,
+                           self.config.session_secret)  # fmt: skip
+            try:
+                pods.expose(self.api, job, self.config.ingress_host, self.config.ingress_class)
+            except Exception:
+                with contextlib.suppress(Exception):  # else the next attempt finds them (409)
+                    pods.stop_job(self.api, job.project, job.name, grace_period_s=0)
+                raise
+        except Exception as exc:
+            self._start_failed(job, exc)
+            return
+        with self._lock:
+            if self._unstarted.get(job.key) == job:
+                del self._unstarted[job.key]
+                self._started_at[job.key] = self.monotonic()
+                self._retries.clear(job.key)
+
+    def _start_failed(self, job: JobSpec, exc: Exception) -> None:
+        """Back the start off, or fail the job with the API's message when no retry can help."""
+        kind, message = self._judge(exc, job.key)
+        namespace = manifests.namespace_for(job.project)
+        with self._lock:
+            if self._unstarted.get(job.key) != job:
+                return  # stopped or changed meanwhile: this attempt's failure no longer counts
+            if kind == "setting-up":
+                text = f"waiting for namespace {namespace} to be set up: {message}"
+                self._retries.defer(job.key, text, first_s=SETUP_FIRST_WAIT_S)
+                return
+            if kind == "transient":
+                wait = self._retries.defer(job.key, f"start failed: {message}")
+            else:
+                del self._unstarted[job.key]
+                self._retries.clear(job.key)
+                self._refused[job.key] = f"could not be started: {message}"
+        if kind == "transient":
+            logger.warning("starting %s/%s: %s; retrying in %g s", *job.key, message, wait)
+        else:
+            logger.warning("starting %s/%s: %s; the job fails", *job.key, message)
+
+    def _judge(self, exc: Exception, key: JobKey) -> tuple[faults.Kind, str]:
+        """(kind, message) of one job's failure; raise Unreachable when it is the whole
+        cluster's. A namespace set up for longer than `namespace_setup_s` is not setting up."""
+        kind = faults.kind(exc)
+        if kind == "unreachable":
+            self._failed(exc)
+            raise Unreachable(str(exc)) from exc
+        if kind == "setting-up" and self._retries.failing_for(key) >= self.config.namespace_setup_s:
+            kind = "transient" if getattr(exc, "status", 0) >= 500 else "permanent"
+        if kind == "permanent" and not isinstance(exc, ApiException):
+            logger.exception("job %s/%s", *key, exc_info=exc)
+        return kind, faults.describe(exc)
+
+    def _quietly(self, what: str, call: Callable, *args) -> bool:
+        """Call `call`; log a failure that is not the whole cluster's. True when it worked."""
+        try:
+            call(*args)
+        except Exception as exc:
+            self._tolerate(what, exc)
+            return False
+        return True
+
+    def _tolerate(self, what: str, exc: Exception) -> None:
+        """Log the failure of a side task (no job waits on it); raise Unreachable when the
+        API server cannot be reached at all."""
+        if faults.kind(exc) == "unreachable":
+            self._failed(exc)
+            raise Unreachable(str(exc)) from exc
+        logger.warning("%s: %s", what, faults.describe(exc))
 
     def _free_reservations(self) -> None:
         """Delete reservation pods whose shared device no fractional pod has used for a while."""
@@ -297,6 +364,7 @@ class KubernetesAgent:
         used |= {(node, str(device)) for job in owed
                  for node, device in manifests.shared_devices(job)}  # fmt: skip
         now = self.monotonic()
+        core = client.CoreV1Api(self.api)
         for pod in cached:
             labels = pod["metadata"].get("labels") or {}
             if labels.get("allot.io/reservation") != "true":
@@ -306,8 +374,8 @@ class KubernetesAgent:
             if where in used:
                 self._unused_since.pop(name, None)
             elif now - self._unused_since.setdefault(name, now) >= RESERVATION_GRACE_S:
-                core = client.CoreV1Api(self.api)
-                pods.delete_pod(core, manifests.RESERVATION_NAMESPACE, name, grace_period_s=0)
+                self._quietly(f"freeing reservation {name}", pods.delete_pod, core,
+                              manifests.RESERVATION_NAMESPACE, name, 0)  # fmt: skip
                 self._unused_since.pop(name, None)
 
     # ------------------------------------------------------------------ reading
@@ -331,31 +399,41 @@ class KubernetesAgent:
             if key is not None:
                 grouped.setdefault(key, []).append(pod)
         statuses: dict[JobKey, JobStatus] = {}
-        now = self.monotonic()
         with self._lock:
             for key, found in grouped.items():
-                if key in self._moving or key in self._unstopped:
-                    continue
-                status = job_status(*key, found)
-                if usage is not None:
-                    names = [pod["metadata"]["name"] for pod in found]
-                    utilization = usage.job(manifests.namespace_for(key[0]), names)
-                    status = replace(status, utilization=utilization)
-                statuses[key] = status
+                if key not in self._moving and key not in self._unstopped:
+                    statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
-                if key in self._refused:
-                    statuses[key] = JobStatus(*key, "Failed", message=self._refused[key])
-                elif (self.watcher.synced.is_set() and key not in self._unstarted
-                      and key not in self._moving
-                      and now - self._started_at.get(key, now) >= VANISHED_AFTER_S):  # fmt: skip
-                    statuses[key] = JobStatus(
-                        *key, "Failed", message="its pods were deleted outside Allot"
-                    )
-                else:
-                    statuses[key] = JobStatus(*key, "ContainerCreating")
+                statuses[key] = self._unseen(key)
             statuses = {key: self._of_run(status) for key, status in statuses.items()}
             self._last = dict(statuses)
         return statuses
+
+    def _seen(self, key: JobKey, found: list[dict],
+              usage: dcgm.GpuUtilization | None) -> JobStatus:  # fmt: skip
+        """A job whose pods the watch sees: their phase, unless it was refused."""
+        if key in self._refused:
+            return JobStatus(*key, "Failed", message=self._refused[key])
+        status = job_status(*key, found)
+        if usage is not None:
+            names = [pod["metadata"]["name"] for pod in found]
+            status = replace(status, utilization=usage.job(manifests.namespace_for(key[0]), names))
+        return status
+
+    def _unseen(self, key: JobKey) -> JobStatus:
+        """A job this agent runs of which the watch sees no pod."""
+        if key in self._refused:
+            return JobStatus(*key, "Failed", message=self._refused[key])
+        if self._settled(key):
+            return JobStatus(*key, "Failed", message="its pods were deleted outside Allot")
+        return JobStatus(*key, "ContainerCreating", message=self._retries.message(key))
+
+    def _settled(self, key: JobKey) -> bool:
+        """True when the job was started long enough ago that its pods must be in the cache."""
+        started = self._started_at.get(key)
+        return (started is not None and self.watcher.synced.is_set()
+                and key not in self._unstarted and key not in self._moving
+                and self.monotonic() - started >= VANISHED_AFTER_S)  # fmt: skip
 
     def _of_run(self, status: JobStatus) -> JobStatus:
         """`status` naming the run it describes: the started_at of the spec this agent runs."""

@@ -38,6 +38,7 @@ class KubernetesConfig:
     node_refresh_s: float = 10.0  # how often the node list is read again
     max_backoff_s: float = 60.0  # the longest wait between attempts while the API is down
     session_secret: str = ""  # derives Jupyter tokens the portal's session proxy sends
+    namespace_setup_s: float = 60.0  # how long a new namespace may lack its service account
 
 
 def api_client(config: KubernetesConfig) -> client.ApiClient:

@@ -4,18 +4,31 @@
 reservation pod (KAI's fractions), then creates and binds each of the job's pods to its planned
 node. If any step fails, every pod of the job created so far is deleted again, so a gang never
 runs in part; the error is raised for the caller (the agent retries with the next cycle).
-Creating what already exists (409 AlreadyExists) counts as done: a start may be repeated.
+Creating what already exists (409 AlreadyExists) counts as done, so a start may be repeated,
+unless the pod there is still terminating (a previous run's): that is retried later. A pod
+created in a namespace whose service account is not there yet is retried at once a few times
+(issue 25 item 5).
+
+`stop_job` deletes the job's pods, Services and Ingresses by label, each kind even when another
+fails, and falls back to listing and deleting one by one where the server does not allow a
+delete-collection (405 on older servers, or an RBAC role without `deletecollection`).
 """
 
 from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobSpec
-from agents.kubernetes import manifests
+from agents.kubernetes import faults, manifests
 
 ALREADY_EXISTS = 409
+NOT_FOUND = 404
+SETUP_RETRIES_S = (0.1, 0.2, 0.4)  # waits before the quick retries of a pod in a new namespace
 
 
 def _create(call, *args) -> bool:
@@ -44,6 +57,42 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
     )
 
 
+def create_pod(core: client.CoreV1Api, namespace: str, pod: dict,
+               sleep: Callable[[float], None] = time.sleep) -> bool:  # fmt: skip
+    """Create `pod`; True when created, False when it exists (and is not terminating).
+
+    A namespace still being set up is tried again after each wait of `SETUP_RETRIES_S` (under
+    a second in all, so other jobs wait little), then the failure is raised for the caller's
+    own back-off. A pod of the same name that is terminating raises `faults.Retry`."""
+    for wait in SETUP_RETRIES_S:
+        try:
+            return _create_pod_once(core, namespace, pod)
+        except ApiException as exc:
+            if not faults.namespace_not_ready(exc):
+                raise
+        sleep(wait)
+    return _create_pod_once(core, namespace, pod)
+
+
+def _create_pod_once(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
+    if _create(core.create_namespaced_pod, namespace, pod):
+        return True
+    _not_terminating(core, namespace, pod["metadata"]["name"])
+    return False
+
+
+def _not_terminating(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    try:
+        existing = core.read_namespaced_pod(name, namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == NOT_FOUND:  # deleted since: the next attempt creates it
+            raise faults.Retry(f"pod {namespace}/{name} was being deleted") from exc
+        raise
+    metadata = (json.loads(existing.data) or {}).get("metadata") or {}
+    if metadata.get("deletionTimestamp"):
+        raise faults.Retry(f"pod {namespace}/{name} of an earlier run is still terminating")
+
+
 def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
               image_pull_policy: str = "IfNotPresent",
               session_secret: str = "") -> list[str]:  # fmt: skip
@@ -51,21 +100,22 @@ def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int
     names of the job's pods. All or nothing: a failure deletes the job's pods again."""
     core = client.CoreV1Api(api)
     namespace = manifests.namespace_for(job.project)
+    made = manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret)
     ensure_namespace(core, namespace, manifests.namespace(job.project))
     for node, device in manifests.shared_devices(job):
         reserve(core, node, device)
     created: list[str] = []
     try:
-        for pod in manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret):
+        for pod in made:
             name = pod["metadata"]["name"]
-            if _create(core.create_namespaced_pod, namespace, pod):
+            if create_pod(core, namespace, pod):
                 created.append(name)
                 bind(core, namespace, name, pod["metadata"]["annotations"]["allot.io/node"])
     except Exception:
         for name in created:
             delete_pod(core, namespace, name, grace_period_s=0)
         raise
-    return [pod["metadata"]["name"] for pod in manifests.job_pods(job)]
+    return [pod["metadata"]["name"] for pod in made]
 
 
 def reserve(core: client.CoreV1Api, node: str, device: int) -> None:
@@ -75,7 +125,7 @@ def reserve(core: client.CoreV1Api, node: str, device: int) -> None:
                       "metadata": {"name": manifests.RESERVATION_NAMESPACE,
                                    "labels": manifests.MANAGED_BY}})  # fmt: skip
     pod = manifests.reservation_pod(node, device)
-    if _create(core.create_namespaced_pod, manifests.RESERVATION_NAMESPACE, pod):
+    if create_pod(core, manifests.RESERVATION_NAMESPACE, pod):
         bind(core, manifests.RESERVATION_NAMESPACE, pod["metadata"]["name"], node)
 
 
@@ -84,7 +134,7 @@ def delete_pod(core: client.CoreV1Api, namespace: str, name: str, grace_period_s
     try:
         core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_period_s)
     except ApiException as exc:
-        if exc.status != 404:
+        if exc.status != NOT_FOUND:
             raise
 
 
@@ -106,17 +156,49 @@ def selector(project: str, name: str) -> str:
 
 
 def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int = 30) -> None:
-    """Delete every pod, Service and Ingress of the job (found by its labels)."""
+    """Delete every pod, Service and Ingress of the job (found by its labels).
+
+    Each kind is deleted even when another fails; then the failure that decides the retry
+    (`faults.worst`) is raised."""
     namespace, labels = manifests.namespace_for(project), selector(project, name)
-    core = client.CoreV1Api(api)
+    core, networking = client.CoreV1Api(api), client.NetworkingV1Api(api)
+    kinds = [
+        (core.delete_collection_namespaced_pod, core.list_namespaced_pod,
+         core.delete_namespaced_pod, {"grace_period_seconds": grace_period_s}),
+        (core.delete_collection_namespaced_service, core.list_namespaced_service,
+         core.delete_namespaced_service, {}),
+        (networking.delete_collection_namespaced_ingress, networking.list_namespaced_ingress,
+         networking.delete_namespaced_ingress, {}),
+    ]  # fmt: skip
+    errors = []
+    for collection, listing, one, options in kinds:
+        try:
+            delete_labelled(collection, listing, one, namespace, labels, **options)
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise faults.worst(errors)
+
+
+def delete_labelled(collection, listing, one, namespace: str, labels: str, **options) -> None:
+    """Delete the namespace's objects of one kind that carry `labels`: as a collection, or one
+    by one where that is not allowed (405, or 403 from a role without `deletecollection`)."""
     try:
-        core.delete_collection_namespaced_pod(
-            namespace, label_selector=labels, grace_period_seconds=grace_period_s
-        )
-        core.delete_collection_namespaced_service(namespace, label_selector=labels)
-        client.NetworkingV1Api(api).delete_collection_namespaced_ingress(
-            namespace, label_selector=labels
-        )
+        collection(namespace, label_selector=labels, **options)
+        return
     except ApiException as exc:
-        if exc.status != 404:  # the namespace is gone: so is everything in it
+        if exc.status == NOT_FOUND:  # the namespace (or the API group) is gone: so are they
+            return
+        if exc.status not in (403, 405):
+            raise
+    for item in listing(namespace, label_selector=labels).items:
+        delete_one(one, namespace, item.metadata.name, **options)
+
+
+def delete_one(one, namespace: str, name: str, **options) -> None:
+    """Delete one object by name; one already gone is fine."""
+    try:
+        one(name, namespace, **options)
+    except ApiException as exc:
+        if exc.status != NOT_FOUND:
             raise

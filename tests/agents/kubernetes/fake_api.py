@@ -8,6 +8,13 @@ that resumes from a compacted resourceVersion, 422 Invalid, 500 on injected faul
 Every object sent to it is validated against the official schema (`kubernetes-validate`,
 strict): an invalid one is a 422 and is recorded in `invalid`, which the tests assert empty.
 
+Faults the real control plane (tests/k8s) cannot produce on demand: `fail_binding`,
+`fail_create` (500), `forbid_create` (a ResourceQuota's 403), `no_token_yet` and
+`no_account_yet` (a namespace just created: the 500 "No API token found for service account" of
+older servers, the 403 "error looking up service account" of newer ones, for its first N pod
+creations) and `no_service_deletecollection` (405 to a delete-collection of Services, as older
+servers answered).
+
 It plays the kubelet too: `set_pod_status` moves a pod through phases and container states, and
 with `auto_run` a bound pod is Running at once. `expire_watches` ends every open watch and
 compacts the history, so a watch that resumes gets 410 Gone; `go_down`/`come_up` take the whole
@@ -71,6 +78,9 @@ class FakeKubernetes:
         self.fail_binding: set[str] = set()  # pod names whose binding answers 500
         self.fail_create: set[str] = set()  # pod names whose creation answers 500
         self.forbid_create: set[str] = set()  # pod names a ResourceQuota forbids (403)
+        self.no_token_yet: dict[str, int] = {}  # namespace -> pod creations answering 500
+        self.no_account_yet: dict[str, int] = {}  # namespace -> pod creations answering 403
+        self.no_service_deletecollection = False  # 405 to DELETE .../services?labelSelector=
         self.down = False
         self.requests: list[tuple[str, str]] = []
         self.auto_run = auto_run
@@ -345,6 +355,20 @@ class FakeKubernetes:
         store = {"pods": self.pods, "services": self.services, "ingresses": self.ingresses}[kind]
         if (namespace, name) in store:
             return 409, status(409, "AlreadyExists", f'{kind} "{name}" already exists')
+        if kind == "pods" and self.no_token_yet.get(namespace):
+            self.no_token_yet[namespace] -= 1
+            message = (
+                'No API token found for service account "default", retry after the '
+                "token is automatically created and added to the service account"
+            )
+            return 500, status(500, "ServerTimeout", message)
+        if kind == "pods" and self.no_account_yet.get(namespace):
+            self.no_account_yet[namespace] -= 1
+            message = (
+                f'pods "{name}" is forbidden: error looking up service account '
+                f'{namespace}/default: serviceaccount "default" not found'
+            )
+            return 403, status(403, "Forbidden", message)
         if kind == "pods" and name in self.fail_create:
             return 500, status(500, "InternalError", "etcd is having a bad day")
         if kind == "pods" and name in self.forbid_create:
@@ -390,6 +414,9 @@ class FakeKubernetes:
             keys = [(namespace, name)] if (namespace, name) in store else []
             if not keys:
                 return 404, status(404, "NotFound", f'{kind} "{name}" not found')
+        elif kind == "services" and self.no_service_deletecollection:
+            message = "the server does not allow this method on the requested resource"
+            return 405, status(405, "MethodNotAllowed", message)
         else:
             selector = query.get("labelSelector", [""])[0]
             keys = [k for k, o in store.items() if k[0] == namespace and _matches(o, selector)]

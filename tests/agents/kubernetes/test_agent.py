@@ -13,40 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from agents.base import JobSpec, PodSpec
-from agents.kubernetes.agent import KubernetesAgent
-from agents.kubernetes.inventory import KubernetesConfig
 from agents.kubernetes.status import job_status, pod_phase
-from tests.agents.kubernetes.fake_api import FakeKubernetes, Monotonic, node
+from tests.agents.kubernetes.conftest import make_agent
+from tests.agents.kubernetes.fake_api import FakeKubernetes
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 NS = "allot-team-a"
-
-
-@pytest.fixture
-def cluster():
-    fake = FakeKubernetes()
-    fake.nodes = [node("dgx1-1", 8, labels={"nvidia.com/gpu.memory": "32768"}),
-                  node("dgx1-2", 8)]  # fmt: skip
-    yield fake
-    assert fake.invalid == []  # every object the agent sent was valid
-    fake.close()
-
-
-@pytest.fixture
-def clock():
-    return Monotonic()
-
-
-def make_agent(cluster, clock, **settings) -> KubernetesAgent:
-    config = KubernetesConfig(host=cluster.url, node_refresh_s=0, watch_timeout_s=5, **settings)
-    return KubernetesAgent(config, monotonic=clock)
-
-
-@pytest.fixture
-def agent(cluster, clock):
-    made = make_agent(cluster, clock, ingress_host="gpu.example.org")
-    yield made
-    made.close()
 
 
 def job(name="train", *, pods=1, gpus=1.0, devices=(0,), share=1.0, **fields) -> JobSpec:
@@ -167,16 +139,22 @@ def test_an_unreachable_api_server_is_retried_with_backoff_and_reported(agent, c
     assert ("team-a", "second") in seen.jobs
 
 
-def test_a_500_in_the_middle_of_a_gang_leaves_no_pod_and_is_retried(agent, cluster, clock):
+def test_a_500_in_the_middle_of_a_gang_leaves_no_pod_and_backs_that_job_off(agent, cluster, clock):
     cluster.fail_binding = {"dist-1"}
     agent.start(job("dist", pods=2, gpus=8, devices=tuple(range(8))))
     assert not [key for key in cluster.pods if key[0] == NS]
-    assert "500" in agent.observe().problem
+    seen = agent.observe()
+    assert seen.problem == ""  # one object failed, not the cluster (issue 25 item 1)
+    assert "500" in seen.jobs[("team-a", "dist")].message
+    assert seen.jobs[("team-a", "dist")].phase == "ContainerCreating"
+    agent.start(job("other", devices=(7,)))  # another job starts meanwhile
+    assert (NS, "other-0") in cluster.pods
     cluster.fail_binding = set()
     clock.now += 1
     seen = agent.observe()
     assert seen.problem == ""
-    assert sorted(name for ns, name in cluster.pods if ns == NS) == ["dist-0", "dist-1"]
+    assert sorted(name for ns, name in cluster.pods if ns == NS) == [
+        "dist-0", "dist-1", "other-0"]  # fmt: skip
 
 
 def test_a_start_the_api_rejects_for_good_fails_the_job_with_the_message(agent, cluster):

@@ -1,0 +1,130 @@
+"""Issue 25 against the fake API server: the faults a real control plane (tests/k8s) cannot
+produce on demand, and the agent's bookkeeping with a clock the test moves by hand.
+
+- a stop whose delete-collection of Services is answered 405 (older servers) falls back to
+  deleting them by name, and holds up no other job (item 1);
+- a permanent failure of Allot's own (a command that cannot be split) or a transient one of one
+  object (a 500) is that job's, never another's (item 1);
+- a new namespace's "No API token found for service account" is retried at once, then per job
+  (item 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agents.kubernetes import faults
+from tests.agents.kubernetes.conftest import make_agent
+from tests.agents.kubernetes.test_agent import NS, job, observed
+
+KEY = ("team-a", "nb")
+
+
+def names(store) -> list[str]:
+    return sorted(name for ns, name in store if ns == NS)
+
+
+def test_a_stop_answered_405_deletes_the_service_by_name_and_blocks_nothing(agent, cluster):
+    """The issue's repro: a job with ports, deleted, then another job submitted."""
+    cluster.no_service_deletecollection = True
+    agent.start(job("nb", type="interactive", ports=(8888,)))
+    agent.start(job("other", devices=(1,)))
+    agent.stop(*KEY)
+    assert names(cluster.services) == []  # deleted one by one
+    agent.stop("team-a", "other")  # sorted after "nb": once frozen behind it
+    agent.start(job("next", devices=(2,)))
+    assert names(cluster.pods) == ["next-0"]
+    assert agent.observe().problem == ""
+
+
+def test_a_start_that_fails_for_good_fails_that_job_alone(agent, cluster):
+    agent.start(job("bad", command='echo "no closing quote'))
+    agent.start(job("good", devices=(1,)))
+    assert names(cluster.pods) == ["good-0"]
+    seen = observed(agent, cluster, ("team-a", "bad"))
+    assert seen.phase == "Failed" and "No closing quotation" in seen.message
+    assert agent.observe().problem == ""
+
+
+def test_a_new_namespaces_missing_token_is_retried_at_once(agent, cluster):
+    cluster.no_token_yet = {NS: 2}  # the service account's token comes a moment later
+    agent.start(job())
+    assert names(cluster.pods) == ["train-0"]  # no cycle lost, no failure
+    assert agent.observe().problem == ""
+
+
+def test_a_namespace_set_up_slowly_backs_that_job_off_and_then_starts_it(agent, cluster, clock):
+    cluster.no_token_yet = {NS: 100}
+    agent.start(job())
+    agent.start(replace(job("other"), project="team-b"))
+    assert ("allot-team-b", "other-0") in cluster.pods  # not held up
+    seen = agent.observe()
+    assert seen.problem == ""
+    status = seen.jobs[("team-a", "train")]
+    assert status.phase == "ContainerCreating"
+    assert "waiting for namespace allot-team-a" in status.message
+    assert "No API token found" in status.message
+    cluster.no_token_yet = {}
+    clock.now += 1
+    agent.observe()
+    assert names(cluster.pods) == ["train-0"]
+
+
+def test_a_namespace_that_never_gets_its_account_fails_the_job_after_a_while(cluster, clock):
+    """Past namespace_setup_s a 403 "error looking up service account" is for good; a 500 is
+    still the server's passing trouble."""
+    agent = make_agent(cluster, clock, namespace_setup_s=10)
+    try:
+        cluster.no_account_yet = {NS: 1000}
+        agent.start(job())
+        assert agent.observe().jobs[("team-a", "train")].phase == "ContainerCreating"
+        for _ in range(3):
+            clock.now += 6
+            agent.observe()
+        status = observed(agent, cluster)
+        assert status.phase == "Failed"
+        assert "error looking up service account allot-team-a/default" in status.message
+        cluster.no_account_yet, cluster.no_token_yet = {}, {NS: 1000}
+        agent.start(job("slow"))
+        for _ in range(5):
+            clock.now += 60
+            agent.observe()
+        status = agent.observe().jobs[("team-a", "slow")]
+        assert status.phase == "ContainerCreating" and "retrying" in status.message
+    finally:
+        agent.close()
+
+
+def test_the_pod_of_an_earlier_run_still_terminating_is_waited_for(agent, cluster, clock):
+    cluster.namespaces[NS] = {"metadata": {"name": NS}}
+    terminating = {"name": "train-0", "namespace": NS, "deletionTimestamp": "2026-11-01T00:00:00Z"}
+    cluster.pods[(NS, "train-0")] = {
+        "metadata": terminating, "spec": {"containers": [{"name": "main", "image": "x"}]},
+        "status": {"phase": "Running"},
+    }  # fmt: skip
+    agent.start(job())
+    status = agent.observe().jobs[("team-a", "train")]
+    assert status.phase == "ContainerCreating" and "still terminating" in status.message
+    del cluster.pods[(NS, "train-0")]  # gone at last
+    clock.now += 1
+    agent.observe()
+    assert "deletionTimestamp" not in cluster.pods[(NS, "train-0")]["metadata"]
+
+
+def test_failures_are_judged_by_kind():
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import MaxRetryError
+
+    def api(status, message=""):
+        exc = ApiException(status=status, reason="x")
+        exc.body = f'{{"message": "{message}"}}'
+        return exc
+
+    assert faults.kind(MaxRetryError(None, "/")) == "unreachable"
+    assert faults.kind(api(401)) == "unreachable"
+    assert [faults.kind(api(code)) for code in (429, 500, 503)] == ["transient"] * 3
+    assert [faults.kind(api(code)) for code in (400, 403, 404, 405, 409, 422)] == [
+        "permanent"] * 6  # fmt: skip
+    looking = 'pods \\"p\\" is forbidden: error looking up service account a/default: not found'
+    assert faults.kind(api(403, looking)) == "setting-up"
+    assert faults.kind(ValueError("No closing quotation")) == "permanent"
