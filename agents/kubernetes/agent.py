@@ -8,13 +8,14 @@
   another's. A transient failure (429, 5xx, old pods still terminating) backs that job off
   (1 s doubling to `max_backoff_s`); a namespace still being set up is retried quickly for a
   while; a permanent one (another 4xx) fails a start with the API's message, and a stop is
-  given up and logged. Only when the API server cannot be reached at all
+  given up, logged, and left to the sweep. Only when the API server cannot be reached at all
   (or refuses the credentials) does the whole agent back off, and `problem` says so: the portal
   keeps planning from the database and owed starts and stops are carried out when it answers.
 - `observe` reads the nodes (every `node_refresh_s`), the pods from the watch cache
   (`watch.PodWatcher`: list, watch, relist on 410 Gone), GPU utilization from the DCGM exporter
-  when one is configured, and frees reservation pods no fractional pod uses any more. A started
-  job whose pods all vanished is Failed with that reason.
+  when one is configured, frees reservation pods no fractional pod uses any more, and every
+  `sweep_interval_s` reconciles Services and Ingresses both ways (`sweep`). A started job whose
+  pods vanished (all of them, or one of a gang) is Failed with that reason.
 - `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
   `service_type=ingress` jobs, else the Service's in-cluster address.
 - `sessions` finds Launch Jupyter's notebook pods for the portal's session proxy
@@ -39,7 +40,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
-from agents.kubernetes import dcgm, faults, manifests, pods
+from agents.kubernetes import dcgm, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
@@ -49,7 +50,6 @@ from agents.kubernetes.watch import PodWatcher
 logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
-VANISHED_AFTER_S = 30.0  # a started job whose pods stay absent this long was deleted outside
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
 
 
@@ -88,6 +88,8 @@ class KubernetesAgent:
         self._nodes: tuple[NodeStatus, ...] = ()
         self._nodes_at = float("-inf")
         self._unused_since: dict[tuple[str, str], float] = {}
+        self._orphans = sweep.Orphans(config.orphan_grace_s, monotonic)
+        self._swept_at = float("-inf")
         self._failures = 0
         self._retry_at = float("-inf")
         self.problem = ""  # why the cluster cannot be seen ("" when it can)
@@ -152,6 +154,7 @@ class KubernetesAgent:
                 self._nodes_at = self.monotonic()
             self._catch_up()
             self._free_reservations()
+            self._sweep()
         except Unreachable:
             return self._observation(now, self._nodes_offline())
         except Exception as exc:
@@ -264,14 +267,14 @@ class KubernetesAgent:
 
     def _stop_failed(self, key: JobKey, exc: Exception) -> None:
         """Back the stop off, or give it up when no retry can help (issue 25 item 1): a moving
-        job then fails."""
+        job then fails; a Service or Ingress left behind is the sweep's."""
         kind, message = self._judge(exc, key)
         if kind != "permanent":
             with self._lock:
                 wait = self._retries.defer(key, f"stop failed: {message}")
             logger.warning("stopping %s/%s: %s; retrying in %g s", *key, message, wait)
             return
-        logger.error("stopping %s/%s: %s; given up", *key, message)
+        logger.error("stopping %s/%s: %s; given up (left objects are swept later)", *key, message)
         with self._lock:
             self._unstopped.discard(key)
             self._retries.clear(key)
@@ -350,6 +353,14 @@ class KubernetesAgent:
             raise Unreachable(str(exc)) from exc
         logger.warning("%s: %s", what, faults.describe(exc))
 
+    def _listing(self) -> sweep.Listing | None:
+        """Allot's Services and Ingresses; None when the API will not list them (logged)."""
+        try:
+            return sweep.listing(self.api)
+        except Exception as exc:
+            self._tolerate("listing Allot's Services and Ingresses", exc)
+            return None
+
     def _free_reservations(self) -> None:
         """Delete reservation pods whose shared device no fractional pod has used for a while."""
         cached = self.watcher.snapshot()
@@ -377,6 +388,36 @@ class KubernetesAgent:
                 self._quietly(f"freeing reservation {name}", pods.delete_pod, core,
                               manifests.RESERVATION_NAMESPACE, name, 0)  # fmt: skip
                 self._unused_since.pop(name, None)
+
+    def _sweep(self) -> None:
+        """Every `sweep_interval_s`: delete the Services and Ingresses no job has claimed for
+        `orphan_grace_s`, recreate those of started jobs that vanished (`sweep`)."""
+        now = self.monotonic()
+        if now - self._swept_at < self.config.sweep_interval_s:
+            return
+        if not self.watcher.synced.is_set() or self.watcher.error:
+            return  # without the pods, every job of another process would look unclaimed
+        with self._lock:
+            started = [self._specs[key] for key in self._started_at
+                       if key in self._specs and key not in self._unstarted
+                       and key not in self._moving and key not in self._unstopped]  # fmt: skip
+        self._swept_at = now
+        seen = self._listing()
+        if seen is None:
+            return
+        cached = {_job_key(pod) for pod in self.watcher.snapshot()}
+        with self._lock:
+            claimed = self._specs.keys() | self._unstopped | cached
+        for found in self._orphans.due(seen, claimed):
+            what = f"deleting {found.kind} {found.namespace}/{found.name}, which no job claims"
+            logger.info("%s", what)
+            if not self._quietly(what, sweep.delete, self.api, found):
+                self._orphans.later(found)
+        for job in sweep.missing(seen, started, self.config.ingress_host):
+            what = f"recreating the Service of {job.project}/{job.name}, deleted outside Allot"
+            logger.warning("%s", what)
+            self._quietly(what, pods.expose, self.api, job, self.config.ingress_host,
+                          self.config.ingress_class)  # fmt: skip
 
     # ------------------------------------------------------------------ reading
     def _observation(self, now: datetime, nodes: tuple[NodeStatus, ...],
@@ -411,10 +452,15 @@ class KubernetesAgent:
 
     def _seen(self, key: JobKey, found: list[dict],
               usage: dcgm.GpuUtilization | None) -> JobStatus:  # fmt: skip
-        """A job whose pods the watch sees: their phase, unless it was refused."""
+        """A job whose pods the watch sees: their phase, unless it was refused or some of
+        its pods vanished (a gang runs all or nothing, R6.1)."""
         if key in self._refused:
             return JobStatus(*key, "Failed", message=self._refused[key])
         status = job_status(*key, found)
+        gone = self._vanished_pods(key, found)
+        if gone:
+            message = f"pod {', '.join(gone)} was deleted outside Allot"
+            status = replace(status, phase="Failed", message=message)
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
             status = replace(status, utilization=usage.job(manifests.namespace_for(key[0]), names))
@@ -433,7 +479,16 @@ class KubernetesAgent:
         started = self._started_at.get(key)
         return (started is not None and self.watcher.synced.is_set()
                 and key not in self._unstarted and key not in self._moving
-                and self.monotonic() - started >= VANISHED_AFTER_S)  # fmt: skip
+                and self.monotonic() - started >= self.config.vanished_after_s)  # fmt: skip
+
+    def _vanished_pods(self, key: JobKey, found: list[dict]) -> list[str]:
+        """The names of the started job's pods that the watch no longer sees."""
+        spec = self._specs.get(key)
+        if spec is None or not self._settled(key):
+            return []
+        names = {pod["metadata"]["name"] for pod in found}
+        expected = [manifests.pod_name(spec, index) for index in range(len(spec.placement))]
+        return [name for name in expected if name not in names]
 
     def _of_run(self, status: JobStatus) -> JobStatus:
         """`status` naming the run it describes: the started_at of the spec this agent runs."""

@@ -38,6 +38,9 @@ class KubernetesConfig:
     node_refresh_s: float = 10.0  # how often the node list is read again
     max_backoff_s: float = 60.0  # the longest wait between attempts while the API is down
     session_secret: str = ""  # derives Jupyter tokens the portal's session proxy sends
+    orphan_grace_s: float = 60.0  # a Service or Ingress no job claims this long is deleted
+    sweep_interval_s: float = 15.0  # how often Services and Ingresses are listed for that
+    vanished_after_s: float = 30.0  # a started job missing pods this long was deleted outside
     namespace_setup_s: float = 60.0  # how long a new namespace may lack its service account
 
 

@@ -4,6 +4,9 @@ KWOK's GPU nodes from scripts/k8s-lab): the faults the fake API server never sho
 1. A stop the API refuses for good (RBAC forbids deleting Services: 403) is given up with the
    API's message, and every other job still starts and stops; a role without
    `deletecollection` still gets a job's Service deleted, one by one.
+2. After a restart, a Service no job claims (its stop refused, then lost) is deleted once the
+   grace period is over, while a running job keeps its own; a Service deleted outside Allot is
+   recreated; a gang whose pod was deleted outside Allot fails, saying which.
 5. A pod created before the new namespace has its `default` service account (the controller
    manager paused) is retried, not failed.
 
@@ -209,7 +212,7 @@ def test_a_stop_refused_for_good_holds_up_no_other_jobs_start_or_stop(
     running(agent, project, "new")
     eventually(lambda: pods_of(k8s_lab, project) == ["new-0"], "the stopped jobs' pods to go")
     assert agent.observe().problem == ""  # the cluster is fine; one object was refused
-    assert services_of(k8s_lab, project) == ["nb"]  # RBAC said no: left, and logged
+    assert services_of(k8s_lab, project) == ["nb"]  # left to the sweep (and the operator)
     assert 'services "nb" is forbidden' in caplog.text  # the API's own message
 
 
@@ -222,6 +225,61 @@ def test_a_role_without_deletecollection_still_deletes_the_jobs_service(
     agent.stop(project, "nb")
     assert services_of(k8s_lab, project) == []  # listed and deleted by name
     assert agent.observe().problem == ""
+
+
+# ---------------------------------------------------------------------- 2: both ways
+def test_after_a_restart_a_service_no_job_claims_is_deleted_after_the_grace_period(
+    k8s_lab, make_agent, project
+):
+    """The issue's orphan: the stop deleted the pods but not the Service, then the portal
+    restarted and its database no longer holds the job, so no one starts it again."""
+    first = make_agent("no-service-delete")
+    first.start(notebook(k8s_lab, project))
+    first.start(notebook(k8s_lab, project, "kept", node=1))
+    running(first, project, "nb", "kept")
+    first.stop(project, "nb")
+    eventually(lambda: pods_of(k8s_lab, project) == ["kept-0"], "nb's pods to go")
+    first.close()
+    restarted = make_agent("agent", orphan_grace_s=3, sweep_interval_s=0)
+    began = time.monotonic()
+    restarted.observe()  # the reconciliation observes first; "kept" runs, so it starts nothing
+    assert services_of(k8s_lab, project) == ["kept", "nb"]  # within the grace period: kept
+
+    def swept() -> bool:
+        restarted.observe()
+        return services_of(k8s_lab, project) == ["kept"]
+
+    eventually(swept, "the orphaned Service to be deleted", timeout=30)
+    assert time.monotonic() - began >= 3
+    assert restarted.observe().problem == ""
+
+
+def test_a_service_deleted_outside_allot_is_recreated(k8s_lab, make_agent, project):
+    agent = make_agent("agent", sweep_interval_s=0)
+    agent.start(notebook(k8s_lab, project))
+    running(agent, project, "nb")
+    k8s_lab.core.delete_namespaced_service("nb", f"allot-{project}")
+
+    def back() -> bool:
+        agent.observe()
+        return services_of(k8s_lab, project) == ["nb"]
+
+    eventually(back, "the Service to be recreated")
+
+
+def test_a_gang_whose_pod_was_deleted_outside_allot_fails_saying_which(
+    k8s_lab, make_agent, project
+):
+    agent = make_agent("agent", vanished_after_s=2)
+    agent.start(spec(k8s_lab, project, "dist", pods=2, gpus=4))
+    running(agent, project, "dist")
+    k8s_lab.core.delete_namespaced_pod("dist-1", f"allot-{project}", grace_period_seconds=0)
+
+    def failed() -> JobStatus | None:
+        status = status_of(agent, project, "dist")
+        return status if status and status.phase == "Failed" else None
+
+    assert eventually(failed, "the gang to fail").message == "pod dist-1 was deleted outside Allot"
 
 
 # ---------------------------------------------------------------------- 5: a new namespace

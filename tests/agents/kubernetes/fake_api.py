@@ -183,6 +183,12 @@ class FakeKubernetes:
         if path == "/api/v1/pods":
             items = [pod for pod in self.pods.values() if _matches(pod, selector)]
             return 200, self.listing("PodList", items, self.rv)
+        if path == "/api/v1/services":
+            items = [o for o in self.services.values() if _matches(o, selector)]
+            return 200, self.listing("ServiceList", items)
+        if path == "/apis/networking.k8s.io/v1/ingresses":
+            items = [o for o in self.ingresses.values() if _matches(o, selector)]
+            return 200, {**self.listing("IngressList", items), "apiVersion": "networking.k8s.io/v1"}
         match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/(pods|services)", path)
         if match:
             store = self.pods if match[2] == "pods" else self.services

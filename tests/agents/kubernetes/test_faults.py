@@ -6,7 +6,9 @@ produce on demand, and the agent's bookkeeping with a clock the test moves by ha
 - a permanent failure of Allot's own (a command that cannot be split) or a transient one of one
   object (a 500) is that job's, never another's (item 1);
 - a new namespace's "No API token found for service account" is retried at once, then per job
-  (item 5).
+  (item 5);
+- objects reconcile both ways: a Service no job claims is deleted after the grace period, a
+  started job's vanished Service is recreated, a gang missing a pod fails (item 2).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import replace
 
 from agents.kubernetes import faults
 from tests.agents.kubernetes.conftest import make_agent
-from tests.agents.kubernetes.test_agent import NS, job, observed
+from tests.agents.kubernetes.test_agent import NS, job, observed, synced
 
 KEY = ("team-a", "nb")
 
@@ -109,6 +111,55 @@ def test_the_pod_of_an_earlier_run_still_terminating_is_waited_for(agent, cluste
     clock.now += 1
     agent.observe()
     assert "deletionTimestamp" not in cluster.pods[(NS, "train-0")]["metadata"]
+
+
+def test_a_service_no_job_claims_is_deleted_after_the_grace_period(cluster, clock):
+    """After a restart (a new agent object) the job is gone from the database: its Service,
+    left behind by a stop that was lost, goes; a job the new agent runs keeps its own."""
+    first = make_agent(cluster, clock)
+    first.start(job("nb", type="interactive", ports=(8888,)))
+    first.start(job("kept", type="interactive", ports=(8080,), devices=(1,)))
+    first.close()
+    with cluster.cond:  # the stop that deleted its pods, then was lost
+        cluster.delete(f"/api/v1/namespaces/{NS}/pods", {"labelSelector": ["allot.io/job=nb"]})
+    restarted = make_agent(cluster, clock, orphan_grace_s=60, sweep_interval_s=0)
+    try:
+        restarted.observe()  # the portal's reconciliation observes first, ...
+        synced(restarted, cluster)
+        restarted.observe()
+        assert names(cluster.services) == ["kept", "nb"]  # ... within the grace: kept
+        clock.now += 30
+        restarted.observe()
+        clock.now += 30
+        restarted.observe()
+        assert names(cluster.services) == ["kept"]  # its pods claim it
+    finally:
+        restarted.close()
+
+
+def test_a_vanished_service_of_a_started_job_is_recreated(cluster, clock):
+    agent = make_agent(cluster, clock, sweep_interval_s=0)
+    try:
+        agent.start(job("nb", type="interactive", ports=(8888,)))
+        del cluster.services[(NS, "nb")]
+        synced(agent, cluster)
+        agent.observe()
+        assert names(cluster.services) == ["nb"]
+    finally:
+        agent.close()
+
+
+def test_a_gang_missing_a_pod_fails_with_the_reason(agent, cluster, clock):
+    agent.start(job("dist", pods=2, gpus=8, devices=tuple(range(8))))
+    for name in ("dist-0", "dist-1"):
+        cluster.set_pod_status(NS, name, "Running", running=True)
+    assert observed(agent, cluster, ("team-a", "dist")).phase == "Running"
+    with cluster.cond:
+        cluster.delete(f"/api/v1/namespaces/{NS}/pods/dist-1", {})
+    clock.now += 30
+    status = observed(agent, cluster, ("team-a", "dist"))
+    assert status.phase == "Failed"
+    assert status.message == "pod dist-1 was deleted outside Allot"
 
 
 def test_failures_are_judged_by_kind():
