@@ -304,6 +304,8 @@ ALLOT_K8S_IMAGE_PULL_POLICY = envchoice(
 )
 ALLOT_K8S_INGRESS_HOST = envstr("ALLOT_K8S_INGRESS_HOST", "")
 ALLOT_K8S_INGRESS_CLASS = envstr("ALLOT_K8S_INGRESS_CLASS", "") or None
+# The host of NodePort jobs' URLs ("": the address of the node the job's first pod runs on).
+ALLOT_K8S_NODEPORT_HOST = envstr("ALLOT_K8S_NODEPORT_HOST", "")
 # A Service or Ingress with Allot's labels that no job claims this long is deleted.
 ALLOT_K8S_ORPHAN_GRACE_S = envfloat("ALLOT_K8S_ORPHAN_GRACE_S", 60.0)
 ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")

@@ -17,7 +17,8 @@
   `sweep_interval_s` reconciles Services and Ingresses both ways (`sweep`). A started job whose
   pods vanished (all of them, or one of a gang) is Failed with that reason.
 - `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
-  `service_type=ingress` jobs, else the Service's in-cluster address.
+  `service_type=ingress` jobs, the node or load balancer address of NodePort and LoadBalancer
+  ones (`addresses`), else the Service's in-cluster address.
 - `sessions` finds Launch Jupyter's notebook pods for the portal's session proxy
   (`sessions.KubernetesSessions`); `open_shell` opens a terminal in a job's first pod through
   the exec stream (`shell`, `allot bash`).
@@ -40,7 +41,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
-from agents.kubernetes import dcgm, faults, manifests, pods, sweep
+from agents.kubernetes import addresses, dcgm, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
@@ -207,10 +208,19 @@ class KubernetesAgent:
         return text.splitlines()[-tail:] if tail else []
 
     def urls(self, job: JobSpec) -> list[dict]:
-        """The Ingress URL of each port of an ingress job, else the Service's address."""
+        """The Ingress URL of each port of an ingress job; the node's (or load balancer's)
+        address of a NodePort (LoadBalancer) job once known; else the Service's address."""
         if job.service_type == "ingress" and self.config.ingress_host:
             return manifests.ingress_urls(job, self.config.ingress_host,
                                           self.config.ingress_scheme)  # fmt: skip
+        if job.service_type in manifests.SERVICE_TYPES:
+            try:
+                found = addresses.service_urls(self.api, job, self.config.nodeport_host)
+            except Exception as exc:
+                logger.info("URLs of %s/%s: %s", job.project, job.name, faults.describe(exc))
+                found = []
+            if found:
+                return found
         namespace = manifests.namespace_for(job.project)
         return [{"port": port, "url": f"http://{job.name}.{namespace}.svc:{port}",
                  "in_cluster": True} for port in job.ports]  # fmt: skip

@@ -33,6 +33,7 @@ class KubernetesConfig:
     ingress_host: str = ""  # where `service_type=ingress` jobs answer (Run:AI's cluster URL)
     ingress_class: str | None = None
     ingress_scheme: str = "https"
+    nodeport_host: str = ""  # the host of NodePort URLs ("": the address of the pod's node)
     dcgm_url: str = ""  # the DCGM exporter's /metrics ("" : utilization unknown)
     watch_timeout_s: int = 30  # the server ends each watch after this; it resumes at once
     node_refresh_s: float = 10.0  # how often the node list is read again

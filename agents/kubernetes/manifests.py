@@ -8,8 +8,9 @@ through the `pods/binding` subresource (`binding`), as KAI and other secondary s
   holds `nvidia.com/gpu: 1` on the node, and the fractional pods request no GPU but get that
   device in `NVIDIA_VISIBLE_DEVICES` plus `ALLOT_GPU_FRACTION` and `ALLOT_GPU_MEMORY_MIB`. As in
   KAI, the memory limit is cooperative: the GPU does not enforce it.
-- A job's ports get a Service; `service_type=ingress` adds an `networking.k8s.io/v1` Ingress
-  whose path is `/{project}-{name}-{port}`, Run:AI's convention.
+- A job's ports get a Service, of type NodePort or LoadBalancer when `service_type` says so;
+  `service_type=ingress` adds a `networking.k8s.io/v1` Ingress whose path is
+  `/{project}-{name}-{port}`, Run:AI's convention.
 
 Each project's work lives in the namespace `allot-<project>`. Labels carry project, job, user
 and type, so the agent finds a job's objects by label selector.
@@ -36,6 +37,9 @@ DEFAULT_IMAGE = "python:3.11-slim"
 # environment besides the job's own is a Launch Jupyter pod's token, an HMAC of that one job
 # (`sessions.session_token`), never a secret of the portal.
 UNPRIVILEGED = {"automountServiceAccountToken": False, "enableServiceLinks": False}
+# How `service_type` exposes a job's ports outside the cluster (ingress: an Ingress in front of
+# a ClusterIP Service; portforward and none: a ClusterIP Service only).
+SERVICE_TYPES = {"nodeport": "NodePort", "loadbalancer": "LoadBalancer"}
 
 
 def label_value(text: str) -> str:
@@ -200,9 +204,16 @@ def binding(namespace_name: str, pod: str, node: str) -> dict:
 
 
 def service(job: JobSpec) -> dict | None:
-    """A ClusterIP Service for the job's ports (None without ports)."""
+    """A Service for the job's ports (None without ports): NodePort or LoadBalancer as the
+    job's `service_type` asks (Run:AI's --service-type), else ClusterIP."""
     if not job.ports:
         return None
+    spec: dict = {
+        "selector": {"allot.io/project": job.project, "allot.io/job": job.name},
+        "ports": [{"name": f"port-{port}", "port": port, "targetPort": port} for port in job.ports],
+    }
+    if job.service_type in SERVICE_TYPES:
+        spec["type"] = SERVICE_TYPES[job.service_type]
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -211,12 +222,7 @@ def service(job: JobSpec) -> dict | None:
             "namespace": namespace_for(job.project),
             "labels": job_labels(job),
         },
-        "spec": {
-            "selector": {"allot.io/project": job.project, "allot.io/job": job.name},
-            "ports": [
-                {"name": f"port-{port}", "port": port, "targetPort": port} for port in job.ports
-            ],
-        },
+        "spec": spec,
     }
 
 

@@ -65,6 +65,7 @@ def kubernetes_config():
         image_pull_policy=settings.ALLOT_K8S_IMAGE_PULL_POLICY,
         ingress_host=settings.ALLOT_K8S_INGRESS_HOST,
         ingress_class=settings.ALLOT_K8S_INGRESS_CLASS,
+        nodeport_host=settings.ALLOT_K8S_NODEPORT_HOST,
         orphan_grace_s=settings.ALLOT_K8S_ORPHAN_GRACE_S,
         dcgm_url=settings.ALLOT_DCGM_URL,
         session_secret=session_secret(),

@@ -7,6 +7,8 @@ KWOK's GPU nodes from scripts/k8s-lab): the faults the fake API server never sho
 2. After a restart, a Service no job claims (its stop refused, then lost) is deleted once the
    grace period is over, while a running job keeps its own; a Service deleted outside Allot is
    recreated; a gang whose pod was deleted outside Allot fails, saying which.
+3. `service_type=nodeport` gets a NodePort Service (the server assigns the port) and the URL is
+   the pod's node and that port; `loadbalancer` gets its balancer's address once it has one.
 5. A pod created before the new namespace has its `default` service account (the controller
    manager paused) is retried, not failed.
 
@@ -280,6 +282,38 @@ def test_a_gang_whose_pod_was_deleted_outside_allot_fails_saying_which(
         return status if status and status.phase == "Failed" else None
 
     assert eventually(failed, "the gang to fail").message == "pod dist-1 was deleted outside Allot"
+
+
+# ---------------------------------------------------------------------- 3: service types
+def test_a_nodeport_job_gets_a_nodeport_service_and_its_nodes_address(k8s_lab, make_agent, project):
+    agent = make_agent("agent")
+    job = notebook(k8s_lab, project, node=1, service_type="nodeport")
+    agent.start(job)
+    running(agent, project, "nb")
+    service = k8s_lab.core.read_namespaced_service("nb", f"allot-{project}")
+    assert service.spec.type == "NodePort"
+    node_port = service.spec.ports[0].node_port
+    assert 30000 <= node_port <= 32767  # assigned by the server
+    addresses = k8s_lab.core.read_node(k8s_lab.nodes[1]).status.addresses
+    ip = next(a.address for a in addresses if a.type == "InternalIP")
+    assert agent.urls(job) == [{"port": 8888, "url": f"http://{ip}:{node_port}"}]
+    named = make_agent("agent", nodeport_host="gpu.example.org")
+    assert named.urls(job) == [{"port": 8888, "url": f"http://gpu.example.org:{node_port}"}]
+
+
+def test_a_loadbalancer_job_shows_its_balancers_address_once_it_has_one(
+    k8s_lab, make_agent, project
+):
+    agent = make_agent("agent")
+    job = notebook(k8s_lab, project, service_type="loadbalancer")
+    agent.start(job)
+    namespace = f"allot-{project}"
+    assert k8s_lab.core.read_namespaced_service("nb", namespace).spec.type == "LoadBalancer"
+    pending = [{"port": 8888, "url": f"http://nb.{namespace}.svc:8888", "in_cluster": True}]
+    assert agent.urls(job) == pending  # no balancer in the lab yet
+    status = {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
+    k8s_lab.core.patch_namespaced_service_status("nb", namespace, status)
+    assert agent.urls(job) == [{"port": 8888, "url": "http://203.0.113.7:8888"}]
 
 
 # ---------------------------------------------------------------------- 5: a new namespace

@@ -189,6 +189,12 @@ class FakeKubernetes:
         if path == "/apis/networking.k8s.io/v1/ingresses":
             items = [o for o in self.ingresses.values() if _matches(o, selector)]
             return 200, {**self.listing("IngressList", items), "apiVersion": "networking.k8s.io/v1"}
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/services/([^/]+)", path)
+        if match:
+            service = self.services.get((match[1], match[2]))
+            if service is None:
+                return 404, status(404, "NotFound", f'services "{match[2]}" not found')
+            return 200, service
         match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/(pods|services)", path)
         if match:
             store = self.pods if match[2] == "pods" else self.services

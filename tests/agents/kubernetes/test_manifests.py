@@ -101,6 +101,17 @@ def test_a_jupyter_job_gets_a_service_and_an_ingress_with_runais_path():
     assert manifests.ingress(job(), "gpu.example.org") is None
 
 
+@pytest.mark.parametrize(
+    ("service_type", "want"),
+    [("nodeport", "NodePort"), ("loadbalancer", "LoadBalancer"), ("ingress", None),
+     ("portforward", None), ("", None)],
+)  # fmt: skip
+def test_a_services_type_is_the_jobs_service_type(service_type, want):
+    """Issue 25 item 3: `service_type=nodeport` made a ClusterIP Service."""
+    svc = valid(manifests.service(job(ports=(8888,), service_type=service_type)))
+    assert svc["spec"].get("type") == want
+
+
 def test_the_binding_and_the_namespace_are_valid():
     valid(manifests.binding("allot-team-a", "train-1-0", "dgx1-1"))
     namespace = valid(manifests.namespace("team-a"))
