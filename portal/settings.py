@@ -147,6 +147,19 @@ def envsecret(name: str) -> str | None:
     return os.environ.get(name)
 
 
+def envfile(name: str, secret: bool = False) -> str:
+    """The path of a file the variable names, which must be readable ("" when unset); a secret
+    file is one no Jupyter session may read."""
+    path = os.environ.get(name, "")
+    if not path:
+        return ""
+    if not os.access(path, os.R_OK):
+        raise ImproperlyConfigured(f"{name}={path!r} is not a readable file")
+    if secret:
+        SECRET_FILES.append(Path(path))
+    return path
+
+
 # --- Core ---------------------------------------------------------------------------------------
 
 DEBUG = envbool("DEBUG", True)
@@ -304,6 +317,18 @@ ALLOT_K8S_IMAGE_PULL_POLICY = envchoice(
 )
 ALLOT_K8S_INGRESS_HOST = envstr("ALLOT_K8S_INGRESS_HOST", "")
 ALLOT_K8S_INGRESS_CLASS = envstr("ALLOT_K8S_INGRESS_CLASS", "") or None
+# Who Allot is to ALLOT_K8S_HOST: a bearer token (or ALLOT_K8S_TOKEN_FILE, read again whenever it
+# changes, as a projected service-account token is rotated) or a client certificate and key; and
+# the CA that signed the API server's certificate.
+ALLOT_K8S_TOKEN = envsecret("ALLOT_K8S_TOKEN") or ""
+ALLOT_K8S_TOKEN_FILE = envfile("ALLOT_K8S_TOKEN_FILE")  # envsecret above keeps it from sessions
+ALLOT_K8S_CA_FILE = envfile("ALLOT_K8S_CA_FILE")
+ALLOT_K8S_CLIENT_CERT_FILE = envfile("ALLOT_K8S_CLIENT_CERT_FILE")
+ALLOT_K8S_CLIENT_KEY_FILE = envfile("ALLOT_K8S_CLIENT_KEY_FILE", secret=True)
+if bool(ALLOT_K8S_CLIENT_CERT_FILE) != bool(ALLOT_K8S_CLIENT_KEY_FILE):
+    raise ImproperlyConfigured(
+        "ALLOT_K8S_CLIENT_CERT_FILE and ALLOT_K8S_CLIENT_KEY_FILE go together"
+    )
 # The host of NodePort jobs' URLs ("": the address of the node the job's first pod runs on).
 ALLOT_K8S_NODEPORT_HOST = envstr("ALLOT_K8S_NODEPORT_HOST", "")
 # A Service or Ingress with Allot's labels that no job claims this long is deleted.

@@ -9,6 +9,7 @@ are not Allot's concern and are left out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from kubernetes import client
 
@@ -25,6 +26,13 @@ class KubernetesConfig:
 
     host: str | None = None  # None: in-cluster service account, else KUBECONFIG / context
     context: str | None = None
+    # With `host`: who Allot is (a bearer token, or one re-read from a file when it changes, as
+    # a projected service-account token rotates; or a client certificate) and the CA it trusts.
+    token: str = ""
+    token_file: str = ""
+    ca_file: str = ""
+    client_cert_file: str = ""
+    client_key_file: str = ""
     pool_label: str = "allot.io/pool"
     default_pool: str = "default"
     verify_ssl: bool = True
@@ -46,12 +54,10 @@ class KubernetesConfig:
 
 
 def api_client(config: KubernetesConfig) -> client.ApiClient:
-    """An ApiClient for `config.host`, the in-cluster account, or the kubeconfig context."""
+    """An ApiClient for `config.host` (with its credentials), the in-cluster account, or the
+    kubeconfig context."""
     if config.host:
-        configuration = client.Configuration()
-        configuration.host = config.host
-        configuration.verify_ssl = config.verify_ssl
-        return client.ApiClient(configuration)
+        return client.ApiClient(host_configuration(config))
     from kubernetes import config as kube_config
 
     try:
@@ -59,6 +65,42 @@ def api_client(config: KubernetesConfig) -> client.ApiClient:
     except kube_config.ConfigException:
         kube_config.load_kube_config(context=config.context)
     return client.ApiClient()
+
+
+def host_configuration(config: KubernetesConfig) -> client.Configuration:
+    """The client configuration for `config.host`: TLS and credentials (issue 25 item 4)."""
+    configuration = client.Configuration()
+    configuration.host = config.host
+    configuration.verify_ssl = config.verify_ssl
+    configuration.ssl_ca_cert = config.ca_file or None
+    configuration.cert_file = config.client_cert_file or None
+    configuration.key_file = config.client_key_file or None
+    if config.token:
+        configuration.api_key["authorization"] = f"Bearer {config.token}"
+    if config.token_file:
+        configuration.refresh_api_key_hook = TokenFile(config.token_file)
+        configuration.refresh_api_key_hook(configuration)  # consulted once a token is set
+    return configuration
+
+
+class TokenFile:
+    """Reads a bearer token from a file again whenever the file changes (a projected
+    service-account token is rewritten by the kubelet before it expires)."""
+
+    def __init__(self, path: str):
+        self.path = Path(path)
+        self._seen: tuple[int, int] | None = None
+
+    def __call__(self, configuration: client.Configuration) -> None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return  # keep the last token: the file may be being replaced
+        if (stat.st_mtime_ns, stat.st_size) != self._seen:
+            token = self.path.read_text().strip()
+            if token:
+                configuration.api_key["authorization"] = f"Bearer {token}"
+                self._seen = (stat.st_mtime_ns, stat.st_size)
 
 
 def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | None:

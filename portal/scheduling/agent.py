@@ -59,6 +59,11 @@ def kubernetes_config():
     return KubernetesConfig(
         host=settings.ALLOT_K8S_HOST,
         context=settings.ALLOT_K8S_CONTEXT,
+        token=settings.ALLOT_K8S_TOKEN,
+        token_file=settings.ALLOT_K8S_TOKEN_FILE,
+        ca_file=settings.ALLOT_K8S_CA_FILE,
+        client_cert_file=settings.ALLOT_K8S_CLIENT_CERT_FILE,
+        client_key_file=settings.ALLOT_K8S_CLIENT_KEY_FILE,
         verify_ssl=settings.ALLOT_K8S_VERIFY_SSL,
         pool_label=settings.ALLOT_K8S_POOL_LABEL,
         grace_period_s=settings.ALLOT_K8S_GRACE_PERIOD_S,

@@ -9,6 +9,9 @@ KWOK's GPU nodes from scripts/k8s-lab): the faults the fake API server never sho
    recreated; a gang whose pod was deleted outside Allot fails, saying which.
 3. `service_type=nodeport` gets a NodePort Service (the server assigns the port) and the URL is
    the pod's node and that port; `loadbalancer` gets its balancer's address once it has one.
+4. ALLOT_K8S_HOST authenticates with a service account's token (TokenRequest API), re-read
+   from its file, or with a client certificate from the lab's CA, each seen by the server as
+   that identity; without credentials the overview says why instead of the cycle failing.
 5. A pod created before the new namespace has its `default` service account (the controller
    manager paused) is retried, not failed.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -196,6 +200,13 @@ def services_of(lab: Lab, project: str) -> list[str]:
     return sorted(service.metadata.name for service in found)
 
 
+def whoami(api: client.ApiClient) -> str:
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    return (
+        client.AuthenticationV1Api(api).create_self_subject_review(review).status.user_info.username
+    )
+
+
 def notebook(lab: Lab, project: str, name: str = "nb", **fields) -> JobSpec:
     return spec(lab, project, name, type="interactive", ports=(8888,), **fields)
 
@@ -314,6 +325,75 @@ def test_a_loadbalancer_job_shows_its_balancers_address_once_it_has_one(
     status = {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
     k8s_lab.core.patch_namespaced_service_status("nb", namespace, status)
     assert agent.urls(job) == [{"port": 8888, "url": "http://203.0.113.7:8888"}]
+
+
+# ---------------------------------------------------------------------- 4: credentials
+def test_allot_k8s_host_authenticates_with_a_service_accounts_token_file(
+    k8s_lab, identities, tmp_path, settings
+):
+    from portal.scheduling.agent import kubernetes_config
+
+    token = tmp_path / "token"
+    token.write_text(identities.tokens["agent"])
+    settings.ALLOT_K8S_HOST = k8s_lab.server
+    settings.ALLOT_K8S_TOKEN_FILE = str(token)
+    settings.ALLOT_K8S_CA_FILE = str(k8s_lab.dir / "pki" / "ca.crt")
+    agent = KubernetesAgent(kubernetes_config())
+    try:
+        seen = agent.observe()
+        assert seen.problem == ""
+        assert sorted(node.name for node in seen.nodes) == sorted(k8s_lab.nodes)
+        assert whoami(agent.api) == identities.users["agent"]
+        token.write_text(identities.tokens["no-service-delete"])  # the token is rotated
+        os.utime(token, ns=(1, 2))
+        assert whoami(agent.api) == identities.users["no-service-delete"]
+    finally:
+        agent.close()
+
+
+def test_allot_k8s_host_authenticates_with_a_client_certificate(k8s_lab, identities, tmp_path):
+    user = f"allot-cert-{uuid.uuid4().hex[:6]}"
+    key, cert = client_certificate(k8s_lab.dir / "pki", tmp_path, user)
+    rbac = client.RbacAuthorizationV1Api(k8s_lab.api_client)
+    _bind(rbac, user, identities.role, {"kind": "User", "name": user,
+                                        "apiGroup": "rbac.authorization.k8s.io"})  # fmt: skip
+    config = KubernetesConfig(host=k8s_lab.server, ca_file=str(k8s_lab.dir / "pki" / "ca.crt"),
+                              client_cert_file=str(cert), client_key_file=str(key))  # fmt: skip
+    agent = KubernetesAgent(config)
+    try:
+        seen = agent.observe()
+        assert seen.problem == ""
+        assert sorted(node.name for node in seen.nodes) == sorted(k8s_lab.nodes)
+        assert whoami(agent.api) == user
+    finally:
+        agent.close()
+        rbac.delete_cluster_role_binding(user)
+
+
+def test_without_credentials_the_observation_says_why(k8s_lab):
+    config = KubernetesConfig(host=k8s_lab.server, ca_file=str(k8s_lab.dir / "pki" / "ca.crt"))
+    agent = KubernetesAgent(config)
+    try:
+        seen = agent.observe()  # once, it raised the 403 out of the cycle
+        assert seen.nodes == ()
+        assert "403" in seen.problem and "system:anonymous" in seen.problem
+    finally:
+        agent.close()
+
+
+def client_certificate(pki: Path, into: Path, user: str) -> tuple[Path, Path]:
+    """A key and a client certificate for `user`, signed by the lab's CA."""
+    key, csr, cert, ext = (into / name for name in ("key.pem", "csr.pem", "cert.pem", "ext"))
+    ext.write_text("extendedKeyUsage=clientAuth\n")
+    for command in (
+        ["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key],
+        ["openssl", "req", "-new", "-key", key, "-subj", f"/CN={user}", "-out", csr],
+        ["openssl", "x509", "-req", "-in", csr, "-CA", pki / "ca.crt", "-CAkey", pki / "ca.key",
+         "-CAserial", into / "ca.srl", "-CAcreateserial", "-days", "1", "-extfile", ext,
+         "-out", cert],
+    ):  # fmt: skip
+        subprocess.run([str(part) for part in command], check=True, capture_output=True)
+    return key, cert
 
 
 # ---------------------------------------------------------------------- 5: a new namespace

@@ -13,7 +13,7 @@ Faults the real control plane (tests/k8s) cannot produce on demand: `fail_bindin
 `no_account_yet` (a namespace just created: the 500 "No API token found for service account" of
 older servers, the 403 "error looking up service account" of newer ones, for its first N pod
 creations) and `no_service_deletecollection` (405 to a delete-collection of Services, as older
-servers answered).
+servers answered). `authorizations` records the Authorization header of every request.
 
 It plays the kubelet too: `set_pod_status` moves a pod through phases and container states, and
 with `auto_run` a bound pod is Running at once. `expire_watches` ends every open watch and
@@ -81,6 +81,7 @@ class FakeKubernetes:
         self.no_token_yet: dict[str, int] = {}  # namespace -> pod creations answering 500
         self.no_account_yet: dict[str, int] = {}  # namespace -> pod creations answering 403
         self.no_service_deletecollection = False  # 405 to DELETE .../services?labelSelector=
+        self.authorizations: list[str] = []  # the Authorization header of each request
         self.down = False
         self.requests: list[tuple[str, str]] = []
         self.auto_run = auto_run
@@ -114,6 +115,7 @@ class FakeKubernetes:
                     self.close_connection = True
                     return
                 fake.requests.append(("GET", self.path))
+                fake.authorizations.append(self.headers.get("Authorization", ""))
                 url = urlsplit(self.path)
                 if self.headers.get("Upgrade", "").lower() == "websocket":
                     return fake.exec(self, url.path, parse_qs(url.query))
@@ -131,6 +133,7 @@ class FakeKubernetes:
                     self.close_connection = True
                     return
                 fake.requests.append(("POST", self.path))
+                fake.authorizations.append(self.headers.get("Authorization", ""))
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
                 path = urlsplit(self.path).path
                 try:
@@ -147,6 +150,7 @@ class FakeKubernetes:
                     self.close_connection = True
                     return
                 fake.requests.append(("DELETE", self.path))
+                fake.authorizations.append(self.headers.get("Authorization", ""))
                 url = urlsplit(self.path)
                 with fake.cond:
                     code, answer = fake.delete(url.path, parse_qs(url.query))

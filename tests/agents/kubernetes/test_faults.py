@@ -8,12 +8,17 @@ produce on demand, and the agent's bookkeeping with a clock the test moves by ha
 - a new namespace's "No API token found for service account" is retried at once, then per job
   (item 5);
 - objects reconcile both ways: a Service no job claims is deleted after the grace period, a
-  started job's vanished Service is recreated, a gang missing a pod fails (item 2).
+  started job's vanished Service is recreated, a gang missing a pod fails (item 2);
+- a bearer token file is read again when it changes, and the credential settings fail loudly
+  (item 4).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+
+import pytest
 
 from agents.kubernetes import faults
 from tests.agents.kubernetes.conftest import make_agent
@@ -162,6 +167,21 @@ def test_a_gang_missing_a_pod_fails_with_the_reason(agent, cluster, clock):
     assert status.message == "pod dist-1 was deleted outside Allot"
 
 
+def test_the_bearer_token_is_read_again_when_its_file_changes(cluster, clock, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("first\n")
+    agent = make_agent(cluster, clock, token_file=str(token))
+    try:
+        agent.observe()
+        assert cluster.authorizations[-1] == "Bearer first"
+        token.write_text("second\n")
+        os.utime(token, ns=(1, 2))  # a new mtime however coarse the filesystem's clock
+        agent.observe()
+        assert cluster.authorizations[-1] == "Bearer second"
+    finally:
+        agent.close()
+
+
 def test_failures_are_judged_by_kind():
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import MaxRetryError
@@ -179,3 +199,22 @@ def test_failures_are_judged_by_kind():
     looking = 'pods \\"p\\" is forbidden: error looking up service account a/default: not found'
     assert faults.kind(api(403, looking)) == "setting-up"
     assert faults.kind(ValueError("No closing quotation")) == "permanent"
+
+
+def test_the_credential_settings_name_a_file_that_cannot_be_read(monkeypatch, tmp_path):
+    """The portal's side of item 4: ALLOT_K8S_*_FILE settings fail loudly, and a client key is
+    kept from Jupyter sessions like every other secret file."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from portal import settings
+
+    monkeypatch.setenv("ALLOT_K8S_CA_FILE", str(tmp_path / "missing.crt"))
+    with pytest.raises(ImproperlyConfigured, match=r"^ALLOT_K8S_CA_FILE=.*not a readable file"):
+        settings.envfile("ALLOT_K8S_CA_FILE")
+    key = tmp_path / "client.key"
+    key.write_text("-----BEGIN EC PRIVATE KEY-----\n")
+    monkeypatch.setenv("ALLOT_K8S_CLIENT_KEY_FILE", str(key))
+    kept: list = []
+    monkeypatch.setattr(settings, "SECRET_FILES", kept)
+    assert settings.envfile("ALLOT_K8S_CLIENT_KEY_FILE", secret=True) == str(key)
+    assert kept == [key]
