@@ -103,7 +103,7 @@ class JobShellConsumer(AsyncWebsocketConsumer):
         if bytes_data:
             await asyncio.to_thread(self.shell.write, bytes_data)
             return
-        with contextlib.suppress(ValueError, TypeError, KeyError):
+        with contextlib.suppress(ValueError, TypeError, KeyError, RecursionError):  # bad input
             columns, rows = json.loads(text_data or "{}")["resize"]
             await asyncio.to_thread(self.shell.resize, int(columns), int(rows))
 

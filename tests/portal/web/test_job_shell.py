@@ -52,9 +52,13 @@ def connect(user=None, token: str | None = None) -> WebsocketCommunicator:
     return communicator
 
 
-async def shell_session(communicator, lines: list[bytes]) -> tuple[bytes, dict | None]:
+async def shell_session(
+    communicator, lines: list[bytes], first: str | None = None
+) -> tuple[bytes, dict | None]:
     connected, code = await communicator.connect()
     assert connected, code
+    if first is not None:
+        await communicator.send_to(text_data=first)
     await communicator.send_to(text_data=json.dumps({"resize": [100, 30]}))
     for line in lines:
         await communicator.send_to(bytes_data=line)
@@ -78,6 +82,17 @@ def test_a_researcher_gets_a_shell_in_the_jobs_first_pod_with_its_exit_code(runn
     assert b"42" in out and end == {"exit": 7}
     assert running.execs[0][:2] == ("allot-team-a", "sh-0")
     assert running.resizes == [{"Width": 100, "Height": 30}]
+
+
+def test_a_message_nested_too_deep_is_ignored_and_the_shell_goes_on(running, member):
+    """Issue 22 item 5, on the shell's socket: json.loads of a 100,000-deep message raises
+    RecursionError, which must not end the user's shell."""
+    token = Token.objects.get_or_create(user=member)[0].key
+    deep = '{"resize": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    out, end = asyncio.run(
+        shell_session(connect(token=token), [b"echo $((20 + 22))\n", b"exit 7\n"], first=deep)
+    )
+    assert b"42" in out and end == {"exit": 7}
 
 
 @pytest.mark.parametrize(
