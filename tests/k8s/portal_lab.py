@@ -17,10 +17,14 @@ The helpers read the cluster the way a person with kubectl would: the job pods a
 from __future__ import annotations
 
 import argparse
+import http.client
 import importlib.machinery
 import importlib.util
 import json
 import os
+import signal
+import ssl
+import subprocess
 import sys
 import tempfile
 import time
@@ -154,7 +158,9 @@ def fixture_portal_on_lab(allot_lab: Lab, settings, monkeypatch) -> Iterator[obj
     try:
         yield agent
     finally:
-        agent.close()
+        for made in {id(agent): agent, id(agent_module._agent): agent_module._agent}.values():
+            if made is not None:  # the test may have put another process's agent in place
+                made.close()
         agent_module._agent = None
         clean(allot_lab.core)
 
@@ -314,3 +320,69 @@ def cluster_matches(core: client.CoreV1Api, rows: list[dict], timeout: float = 3
                 f"  planned, not Running there: {missing}\n  on the cluster, not planned: {extra}"
             )
         time.sleep(0.1)
+
+
+# --- etcd under the lab: a real compaction ------------------------------------------------------
+
+
+def etcd_call(lab: Lab, path: str, body: dict) -> dict:
+    """One call of etcd's JSON gateway (`/v3/...`) with the API server's client certificate."""
+    state = json.loads((lab.dir / "state.json").read_text())
+    pki = lab.dir / "pki"
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(
+        str(pki / "apiserver-etcd-client.crt"), str(pki / "apiserver-etcd-client.key")
+    )
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", state["ports"]["etcd"], context=context, timeout=10
+    )
+    try:
+        connection.request("POST", path, body=json.dumps(body),
+                           headers={"Content-Type": "application/json"})  # fmt: skip
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        assert response.status == 200, answer
+        return answer
+    finally:
+        connection.close()
+
+
+def compact_etcd(lab: Lab) -> int:
+    """Compact etcd's history up to its current revision (what the API server does every 5
+    minutes); the revision."""
+    revision = int(etcd_call(lab, "/v3/kv/range", {"key": "Y29tcGFjdA=="})["header"]["revision"])
+    etcd_call(lab, "/v3/kv/compaction", {"revision": revision, "physical": True})
+    return revision
+
+
+def restart_etcd(lab: Lab) -> None:
+    """Stop the lab's etcd and start it again with the same command line and data (the PID file
+    follows, so `scripts/k8s-lab stop` still finds it); wait until it answers."""
+    pid_file = lab.dir / "run" / "etcd.pid"
+    pid = int(pid_file.read_text())
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    assert Path(command[0].decode()).name == "etcd", command
+    os.kill(pid, signal.SIGTERM)
+
+    def exited() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    eventually(exited, "etcd to stop", timeout=20)
+    with (lab.dir / "logs" / "etcd.log").open("ab") as log:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cwd=lab.dir, start_new_session=True,
+        )  # fmt: skip
+    pid_file.write_text(f"{process.pid}\n")
+
+    def answers() -> bool:
+        try:
+            etcd_call(lab, "/v3/kv/range", {"key": "Y29tcGFjdA=="})
+        except (OSError, AssertionError):
+            return False
+        return True
+
+    eventually(answers, "etcd to answer again", timeout=30)
