@@ -9,6 +9,7 @@ in `var/`, an in-memory channel layer, no Redis, and the scheduling cycle inside
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -77,6 +78,20 @@ def envfloat(name: str, default: float, minimum: float = 0.0) -> float:
 def envlist(name: str, default: str) -> list[str]:
     """The variable as a comma-separated list, blanks dropped."""
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+def envnetworks(name: str) -> list[str]:
+    """The variable as comma-separated networks in CIDR notation ("10.20.0.0/16,fd00::/8"), each
+    checked (a bare address is its own /32 or /128); unset or empty: none."""
+    networks = []
+    for item in envlist(name, ""):
+        try:
+            networks.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: {item!r} is not a network such as 10.0.0.0/8"
+            ) from None
+    return networks
 
 
 def envbands(name: str, default: str = "") -> tuple[float, ...]:
@@ -377,6 +392,9 @@ ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and 
 ALLOT_WEBHOOK_BACKOFF_S = [
     float(value) for value in envlist("ALLOT_WEBHOOK_BACKOFF_S", "1,4,16,60")
 ]  # seconds before each retry of a failed webhook delivery
+# Webhooks reach public addresses only (portal/notify/targets.py); a cluster admin lets a receiver
+# on an internal network in by listing its networks here (CIDRs, e.g. 10.20.0.0/16).
+ALLOT_WEBHOOK_ALLOWED_NETWORKS = envnetworks("ALLOT_WEBHOOK_ALLOWED_NETWORKS")
 ALLOT_ADMIN_USERNAME = envstr("ALLOT_ADMIN_USERNAME", "admin")
 ALLOT_ADMIN_PASSWORD = envsecret("ALLOT_ADMIN_PASSWORD")
 

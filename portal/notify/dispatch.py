@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from portal.celery import app
 from portal.jobs.models import JobEvent
+from portal.notify import targets
 from portal.notify.models import NOTIFIED, Delivery, Preference, Webhook
 
 logger = logging.getLogger(__name__)
@@ -139,24 +140,52 @@ def signature(secret: str, body: bytes) -> str:
 
 
 def attempt(delivery: Delivery) -> bool:
-    """POST the delivery once; record the answer; True when the receiver said 2xx."""
+    """POST the delivery once to its webhook's checked address (`targets`); record the status
+    and a short fixed reason, never the reply's body; True when the receiver said 2xx."""
     body = json.dumps(delivery.payload, sort_keys=True).encode()
     headers = {"Content-Type": "application/json", "X-Allot-Event": delivery.event,
                SIGNATURE_HEADER: signature(delivery.webhook.secret, body)}  # fmt: skip
     delivery.attempts += 1
     delivery.last_attempt_at = timezone.now()
-    try:
-        response = httpx.post(delivery.webhook.url, content=body, headers=headers,
-                              timeout=TIMEOUT_S)  # fmt: skip
-        delivery.status_code, delivery.error = response.status_code, ""
-        delivery.delivered = 200 <= response.status_code < 300
-        if not delivery.delivered:
-            delivery.error = f"HTTP {response.status_code}: {response.text[:200]}"
-    except httpx.HTTPError as exc:
-        delivery.status_code, delivery.error = None, f"{type(exc).__name__}: {exc}"[:500]
+    delivery.status_code, delivery.error = _post(delivery.webhook.url, body, headers)
+    delivery.delivered = delivery.status_code is not None and 200 <= delivery.status_code < 300
     delivery.save(update_fields=["attempts", "last_attempt_at", "status_code", "error",
                                  "delivered"])  # fmt: skip
     return delivery.delivered
+
+
+def _post(url: str, body: bytes, headers: dict) -> tuple[int | None, str]:
+    """(status code, reason) of one POST to the address `url` was checked to resolve to, the
+    host named in Host and SNI only; redirects are answers, not followed; the body is not read."""
+    try:
+        target = targets.check(url)
+    except targets.Unresolved:
+        return None, "name does not resolve"
+    except targets.TargetRefused:
+        return None, "address not allowed"
+    pinned = httpx.URL(url).copy_with(host=str(target.address))
+    default_port = 443 if target.scheme == "https" else 80
+    host = target.host if ":" not in target.host else f"[{target.host}]"
+    headers = {**headers, "Host": host if target.port == default_port else f"{host}:{target.port}"}
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    try:
+        client = httpx.Client(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False)
+        with client, client.stream("POST", pinned, content=body, headers=headers,
+                                   extensions=extensions) as response:  # fmt: skip
+            code = response.status_code
+    except httpx.TimeoutException:
+        return None, "timed out"
+    except httpx.ConnectError as exc:
+        return None, "connection refused" if _refused(exc) else "could not connect"
+    except httpx.HTTPError:
+        return None, "request failed"
+    return code, "" if 200 <= code < 300 else f"HTTP {code}"
+
+
+def _refused(exc: BaseException | None) -> bool:
+    while exc is not None and not isinstance(exc, ConnectionRefusedError):
+        exc = exc.__cause__ or exc.__context__
+    return exc is not None
 
 
 def backoff() -> list[float]:

@@ -9,7 +9,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
 from portal import access
-from portal.notify import services
+from portal.notify import services, targets
 from portal.notify.models import Delivery, Preference, Webhook
 
 
@@ -23,6 +23,14 @@ class WebhookSerializer(serializers.ModelSerializer):
         fields = ["id", "url", "active", "created_at", "secret"]
         read_only_fields = ["id", "created_at", "secret"]
 
+    def validate_url(self, url: str) -> str:
+        """Public addresses only (`portal.notify.targets`): say which address and why not."""
+        try:
+            targets.check_new(url)
+        except targets.TargetRefused as refused:
+            raise serializers.ValidationError(str(refused)) from None
+        return url
+
     def to_representation(self, webhook: Webhook) -> dict:
         data = super().to_representation(webhook)
         if not self.context.get("show_secret"):
@@ -31,7 +39,8 @@ class WebhookSerializer(serializers.ModelSerializer):
 
 
 class DeliverySerializer(serializers.ModelSerializer):
-    """One entry of the delivery log."""
+    """One entry of the delivery log: the status code and a short fixed reason, never the body
+    of the receiver's reply."""
 
     class Meta:
         model = Delivery

@@ -26,6 +26,8 @@ def notifying(settings):
     settings.ALLOT_NOTIFICATIONS = True
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     settings.ALLOT_WEBHOOK_BACKOFF_S = [0.05, 0.05]
+    # the receivers here listen on loopback: these tests are about delivery, not the address guard
+    settings.ALLOT_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
     yield settings
     dispatch.wait_idle()
 
@@ -145,7 +147,7 @@ def test_a_receiver_that_never_answers_does_not_delay_the_cycle(notifying, api, 
         f"cycle without a webhook {quiet * 1000:.0f} ms, with a hanging one {hanging * 1000:.0f} ms"
     )
     assert hanging < quiet + 0.5
-    assert "ReadTimeout" in Delivery.objects.get(job_name="hanging").error
+    assert Delivery.objects.get(job_name="hanging").error == "timed out"
 
 
 def test_notifications_wait_for_the_commit(notifying, api, member, team_a, nodes, monkeypatch):
