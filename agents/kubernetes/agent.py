@@ -14,8 +14,10 @@
 - `observe` reads the nodes (every `node_refresh_s`), the pods from the watch cache
   (`watch.PodWatcher`: list, watch, relist on 410 Gone), GPU utilization from the DCGM exporter
   when one is configured, frees reservation pods no fractional pod uses any more, and every
-  `sweep_interval_s` reconciles Services and Ingresses both ways (`sweep`). A started job whose
-  pods vanished (all of them, or one of a gang) is Failed with that reason.
+  `sweep_interval_s` reconciles Services, Ingresses and pods both ways (`sweep`). A started
+  job whose pods vanished (all of them, or one of a gang) is Failed with that reason; a job
+  this agent does not run whose pods are not all created and bound (its process died in the
+  middle of starting it) is not reported, so the portal starts it again if it holds it.
 - `logs` reads the first pod's log (`read_namespaced_pod_log`); `urls` gives the Ingress URL of
   `service_type=ingress` jobs, the node or load balancer address of NodePort and LoadBalancer
   ones (`addresses`), else the Service's in-cluster address.
@@ -45,7 +47,7 @@ from agents.kubernetes import addresses, dcgm, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
-from agents.kubernetes.status import job_status
+from agents.kubernetes.status import complete, job_status
 from agents.kubernetes.watch import PodWatcher
 
 logger = logging.getLogger(__name__)
@@ -400,8 +402,9 @@ class KubernetesAgent:
                 self._unused_since.pop(name, None)
 
     def _sweep(self) -> None:
-        """Every `sweep_interval_s`: delete the Services and Ingresses no job has claimed for
-        `orphan_grace_s`, recreate those of started jobs that vanished (`sweep`)."""
+        """Every `sweep_interval_s`: delete the Services, Ingresses and pods no job has claimed
+        for `orphan_grace_s`, recreate the Services and Ingresses of started jobs that vanished
+        (`sweep`)."""
         now = self.monotonic()
         if now - self._swept_at < self.config.sweep_interval_s:
             return
@@ -415,13 +418,16 @@ class KubernetesAgent:
         seen = self._listing()
         if seen is None:
             return
-        cached = {_job_key(pod) for pod in self.watcher.snapshot()}
+        cached = self.watcher.snapshot()
+        seen = replace(seen, objects=seen.objects + tuple(sweep.job_pods(cached)))
+        whole = {key for key, found in _grouped(cached).items() if complete(found)}
         with self._lock:
-            claimed = self._specs.keys() | self._unstopped | cached
+            claimed = self._specs.keys() | self._unstopped | whole
         for found in self._orphans.due(seen, claimed):
             what = f"deleting {found.kind} {found.namespace}/{found.name}, which no job claims"
             logger.info("%s", what)
-            if not self._quietly(what, sweep.delete, self.api, found):
+            grace = self.config.grace_period_s
+            if not self._quietly(what, sweep.delete, self.api, found, grace):
                 self._orphans.later(found)
         for job in sweep.missing(seen, started, self.config.ingress_host):
             what = f"recreating the Service of {job.project}/{job.name}, deleted outside Allot"
@@ -444,21 +450,26 @@ class KubernetesAgent:
                     for key in self._specs}  # fmt: skip
 
     def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
-        grouped: dict[JobKey, list[dict]] = {}
-        for pod in self.watcher.snapshot():
-            key = _job_key(pod)
-            if key is not None:
-                grouped.setdefault(key, []).append(pod)
         statuses: dict[JobKey, JobStatus] = {}
         with self._lock:
-            for key, found in grouped.items():
-                if key not in self._moving and key not in self._unstopped:
+            for key, found in _grouped(self.watcher.snapshot()).items():
+                if self._reported(key, found):
                     statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
                 statuses[key] = self._unseen(key)
             statuses = {key: self._of_run(status) for key, status in statuses.items()}
             self._last = dict(statuses)
         return statuses
+
+    def _reported(self, key: JobKey, found: list[dict]) -> bool:
+        """Whether a job whose pods the watch sees is reported: not while its stop or move is
+        owed; one this agent does not run only when all its pods were created and bound. A
+        process that died in the middle of a start leaves one that is not: unreported, it is
+        started again by the portal's reconciliation (completing it) if the database holds
+        it, and its pods are swept if not."""
+        if key in self._moving or key in self._unstopped:
+            return False
+        return key in self._specs or complete(found)
 
     def _seen(self, key: JobKey, found: list[dict],
               usage: dcgm.GpuUtilization | None) -> JobStatus:  # fmt: skip
@@ -516,6 +527,16 @@ class KubernetesAgent:
         self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}))
                             for node in self._nodes)  # fmt: skip
         return usage
+
+
+def _grouped(cached: list[dict]) -> dict[JobKey, list[dict]]:
+    """The cached job pods by job."""
+    grouped: dict[JobKey, list[dict]] = {}
+    for pod in cached:
+        key = _job_key(pod)
+        if key is not None:
+            grouped.setdefault(key, []).append(pod)
+    return grouped
 
 
 def _job_key(pod: dict) -> JobKey | None:

@@ -118,6 +118,7 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: s
                 "allot.io/node": pod.node,
                 "allot.io/devices": ",".join(map(str, pod.devices)),
                 "allot.io/share": f"{pod.share:g}",
+                "allot.io/pods": str(len(job.placement)),  # the gang: all or none (R6.1)
             },
         },
         "spec": spec,

@@ -4,8 +4,9 @@
 reservation pod (KAI's fractions), then creates and binds each of the job's pods to its planned
 node. If any step fails, every pod of the job created so far is deleted again, so a gang never
 runs in part; the error is raised for the caller (the agent retries with the next cycle).
-Creating what already exists (409 AlreadyExists) counts as done, so a start may be repeated,
-unless the pod there is still terminating (a previous run's): that is retried later. A pod
+Creating what already exists (409 AlreadyExists) counts as done, so a start may be repeated
+(a pod its creator died before binding is bound now), unless the pod there is still terminating
+(a previous run's): that is retried later. A pod
 created in a namespace whose service account is not there yet is retried at once a few times
 (issue 25 item 5).
 
@@ -59,7 +60,8 @@ def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
 
 def create_pod(core: client.CoreV1Api, namespace: str, pod: dict,
                sleep: Callable[[float], None] = time.sleep) -> bool:  # fmt: skip
-    """Create `pod`; True when created, False when it exists (and is not terminating).
+    """Create `pod`; True when it is to be bound: created now, or found unbound (the process
+    that created it died before binding it). False when it exists, bound.
 
     A namespace still being set up is tried again after each wait of `SETUP_RETRIES_S` (under
     a second in all, so other jobs wait little), then the failure is raised for the caller's
@@ -77,20 +79,33 @@ def create_pod(core: client.CoreV1Api, namespace: str, pod: dict,
 def _create_pod_once(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
     if _create(core.create_namespaced_pod, namespace, pod):
         return True
-    _not_terminating(core, namespace, pod["metadata"]["name"])
-    return False
+    return _unbound(core, namespace, pod)
 
 
-def _not_terminating(core: client.CoreV1Api, namespace: str, name: str) -> None:
+PLACED = ("allot.io/node", "allot.io/devices", "allot.io/share")
+
+
+def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
+    """Whether the pod already there is to be bound; a terminating one, or an unbound one
+    placed otherwise (an earlier plan's), is a reason to try again later."""
+    name = pod["metadata"]["name"]
     try:
-        existing = core.read_namespaced_pod(name, namespace, _preload_content=False)
+        answer = core.read_namespaced_pod(name, namespace, _preload_content=False)
     except ApiException as exc:
         if exc.status == NOT_FOUND:  # deleted since: the next attempt creates it
             raise faults.Retry(f"pod {namespace}/{name} was being deleted") from exc
         raise
-    metadata = (json.loads(existing.data) or {}).get("metadata") or {}
-    if metadata.get("deletionTimestamp"):
+    existing = json.loads(answer.data) or {}
+    if (existing.get("metadata") or {}).get("deletionTimestamp"):
         raise faults.Retry(f"pod {namespace}/{name} of an earlier run is still terminating")
+    if (existing.get("spec") or {}).get("nodeName"):
+        return False
+    theirs = (existing.get("metadata") or {}).get("annotations") or {}
+    ours = pod["metadata"].get("annotations") or {}
+    if any(theirs.get(key) != ours.get(key) for key in PLACED):
+        delete_pod(core, namespace, name, grace_period_s=0)
+        raise faults.Retry(f"pod {namespace}/{name} of an earlier plan was never bound: replaced")
+    return True
 
 
 def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,

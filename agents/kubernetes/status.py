@@ -14,6 +14,8 @@ A pod's phase and its container states decide:
 A job's phase is its slowest pod's, except that one failed pod fails the whole job (a gang runs
 all or nothing, R6.1): any Failed -> Failed; all Succeeded -> Succeeded; every pod Running (or
 already Succeeded) -> Running; else ContainerCreating. Restarts are summed over the containers.
+`complete` says whether all of a job's pods were created and bound: a process that died in the
+middle of a start leaves a job that is not.
 """
 
 from __future__ import annotations
@@ -101,3 +103,13 @@ def job_status(project: str, name: str, pods: list[dict]) -> JobStatus:
         message=message,
         restarts=sum(restarts(pod) for pod in pods),
     )
+
+
+def complete(pods: list[dict]) -> bool:
+    """True when every pod of the job was created and bound: as many as its gang's size (the
+    `allot.io/pods` annotation; pods without it count as whole) and none still unbound."""
+    size = max((int((pod["metadata"].get("annotations") or {}).get("allot.io/pods") or 0)
+                for pod in pods), default=0)  # fmt: skip
+    unbound = [pod for pod in pods if not (pod.get("spec") or {}).get("nodeName")
+               and (pod.get("status") or {}).get("phase", "Pending") == "Pending"]  # fmt: skip
+    return len(pods) >= size and not unbound

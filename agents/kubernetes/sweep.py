@@ -1,15 +1,19 @@
-"""Reconciling a job's Services and Ingresses both ways (issue 25 item 2).
+"""Reconciling a job's objects both ways (issue 25 item 2).
 
-Allot's Services and Ingresses carry its labels (`app.kubernetes.io/managed-by=allot`, project,
-job). Every `sweep_interval_s` the agent lists them in all namespaces and:
+Allot's pods, Services and Ingresses carry its labels (`app.kubernetes.io/managed-by=allot`,
+project, job). Every `sweep_interval_s` the agent lists the Services and Ingresses in all
+namespaces, takes the pods from its watch, and:
 
-- deletes those no job claims for `orphan_grace_s` in a row: a job claims its objects while
-  this agent has its spec, owes its stop, or sees any of its pods. Pods are never swept here:
-  the agent reports every job whose pods it sees and the portal's reconciliation stops those
-  the database does not hold, so for pods the database decides. A Service outlives its pods
-  when a stop was lost (a restart) or refused; the grace period covers a restart, after which
-  the agent knows no spec until the portal's reconciliation starts its jobs again (every cycle,
-  well within the grace), and another process's jobs, whose pods this one's watch sees;
+- deletes those no job claims for `orphan_grace_s` in a row. A job claims its objects while
+  this agent has its spec, owes its stop, or sees all its pods created and bound: the agent
+  reports such a job, and the portal's reconciliation stops it if the database does not hold
+  it, so there the database decides. What is left: a Service that outlived its pods (a stop
+  lost in a restart, or refused), and the pods of a start its process died in the middle of
+  (a gang in part, a pod never bound), which the agent does not report so that the portal's
+  reconciliation starts the job again, completing it, if the database holds it. The grace
+  period covers a restart, after which the agent knows no spec until that reconciliation has
+  started the jobs the database holds (every cycle, well within the grace), and other
+  processes' jobs, whose pods this one's watch sees;
 - recreates the Service (and Ingress) of a job this agent started whose object is gone.
 """
 
@@ -32,7 +36,7 @@ SELECTOR = ",".join(f"{key}={value}" for key, value in manifests.MANAGED_BY.item
 class Labelled:
     """One of Allot's Services or Ingresses as listed."""
 
-    kind: str  # "Service" or "Ingress"
+    kind: str  # "Service", "Ingress" or "Pod"
     namespace: str
     name: str
     job: JobKey
@@ -72,8 +76,23 @@ def _items(kind: str, call) -> list[Labelled]:
     return found
 
 
-def delete(api: client.ApiClient, found: Labelled) -> None:
+def job_pods(cached: Iterable[dict]) -> list[Labelled]:
+    """The job pods among the watch's (reservation pods belong to no job)."""
+    found = []
+    for pod in cached:
+        metadata = pod["metadata"]
+        labels = metadata.get("labels") or {}
+        if "allot.io/project" in labels and "allot.io/job" in labels:
+            job = (labels["allot.io/project"], labels["allot.io/job"])
+            found.append(Labelled("Pod", metadata.get("namespace", ""), metadata["name"], job))
+    return found
+
+
+def delete(api: client.ApiClient, found: Labelled, grace_period_s: int = 30) -> None:
     """Delete one listed object; one already gone is fine."""
+    if found.kind == "Pod":
+        pods.delete_pod(client.CoreV1Api(api), found.namespace, found.name, grace_period_s)
+        return
     if found.kind == "Service":
         call = client.CoreV1Api(api).delete_namespaced_service
     else:

@@ -171,12 +171,6 @@ def test_a_restart_in_the_middle_of_stops_and_starts_leaves_no_orphan_and_starts
     assert agent_module._agent.problem == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: a gang whose process died after creating and binding its first pod is "
-    "taken for Running by the next process (the pods it sees are all running) and its other "
-    "pods are never created (R6.1: all or nothing)",
-)
 def test_a_gang_half_created_when_the_process_died_is_completed_by_the_next(
     reclaim_under_way, allot_lab
 ):
@@ -190,12 +184,6 @@ def test_a_gang_half_created_when_the_process_died_is_completed_by_the_next(
     assert {("owner", "gang-0"), ("owner", "gang-1")} <= placed.keys()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: a pod its process created but died before binding is never bound by "
-    "the next process (start counts an existing pod as started: 409 AlreadyExists) and the "
-    "job stays ContainerCreating for ever",
-)
 def test_a_pod_created_but_not_bound_when_the_process_died_is_bound_by_the_next(
     reclaim_under_way, allot_lab
 ):

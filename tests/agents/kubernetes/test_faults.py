@@ -218,3 +218,65 @@ def test_the_credential_settings_name_a_file_that_cannot_be_read(monkeypatch, tm
     monkeypatch.setattr(settings, "SECRET_FILES", kept)
     assert settings.envfile("ALLOT_K8S_CLIENT_KEY_FILE", secret=True) == str(key)
     assert kept == [key]
+
+
+def died_starting(cluster, clock, gang, *, created: int, bound: int) -> None:
+    """What a process that died in the middle of starting `gang` left: its first `created`
+    pods, the first `bound` of them bound."""
+    from kubernetes import client
+
+    from agents.kubernetes import manifests, pods
+
+    first = make_agent(cluster, clock)
+    core = client.CoreV1Api(first.api)
+    pods.ensure_namespace(core, NS, manifests.namespace("team-a"))
+    for index, pod in enumerate(manifests.job_pods(gang)[:created]):
+        core.create_namespaced_pod(NS, pod)
+        if index < bound:
+            pods.bind(core, NS, pod["metadata"]["name"], gang.placement[index].node)
+    first.close()
+
+
+def test_a_gang_half_started_by_a_process_that_died_is_completed_by_the_next(cluster, clock):
+    """Not reported (its pods are not all there), the portal's reconciliation starts it."""
+    gang = job("dist", pods=2, gpus=8, devices=tuple(range(8)))
+    died_starting(cluster, clock, gang, created=1, bound=1)
+    cluster.set_pod_status(NS, "dist-0", "Running", running=True)
+    agent = make_agent(cluster, clock)
+    try:
+        agent.observe()
+        synced(agent, cluster)
+        assert ("team-a", "dist") not in agent.observe().jobs  # not taken for Running
+        agent.start(gang)  # what the reconciliation does with a holding job it is not told of
+        assert [b[1:] for b in cluster.bindings] == [("dist-0", "dgx1-1"), ("dist-1", "dgx1-2")]
+    finally:
+        agent.close()
+
+
+def test_a_pod_created_but_never_bound_is_bound_by_the_next_process(cluster, clock):
+    died_starting(cluster, clock, job(), created=1, bound=0)
+    agent = make_agent(cluster, clock)
+    try:
+        agent.observe()
+        synced(agent, cluster)
+        assert ("team-a", "train") not in agent.observe().jobs
+        agent.start(job())
+        assert cluster.pods[(NS, "train-0")]["spec"]["nodeName"] == "dgx1-1"
+    finally:
+        agent.close()
+
+
+def test_the_pods_of_a_half_started_job_no_one_holds_are_swept(cluster, clock):
+    gang = job("dist", pods=2, gpus=8, devices=tuple(range(8)))
+    died_starting(cluster, clock, gang, created=1, bound=1)
+    agent = make_agent(cluster, clock, orphan_grace_s=60, sweep_interval_s=0)
+    try:
+        agent.observe()
+        synced(agent, cluster)
+        agent.observe()
+        assert names(cluster.pods) == ["dist-0"]  # within the grace period
+        clock.now += 60
+        agent.observe()
+        assert names(cluster.pods) == []
+    finally:
+        agent.close()
