@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal bench-load bench-dashboards bench-eta replay k8s-lab clean
+.PHONY: run test check lint format bench bench-portal bench-load bench-dashboards bench-eta bench-k8s replay k8s-lab clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,12 @@ bench-dashboards: $(STAMP)
 # What one refresh of the pending jobs' ETAs costs on busy clusters (scheduler only).
 bench-eta: $(STAMP)
 	$(PY) benchmarks/eta_bench.py
+
+# KAI's scale test on a real control plane (a lab of 500 KWOK nodes x 8 GPUs) with Allot as the
+# scheduler on PostgreSQL + Redis + Celery (both must be running): 4,000 jobs, then a reclaim of
+# the same shape; times to all pods Running by the API server's count, CPU per part.
+bench-k8s: $(STAMP) k8s-lab
+	$(PY) benchmarks/k8s_bench.py
 
 # The Kubernetes lab's binaries (tests/k8s), built from the modules pinned in scripts/k8s-lab.d/
 # into ~/.cache/allot-k8s-lab (slow once, then cached); `scripts/k8s-lab start` runs the lab.

@@ -36,16 +36,19 @@ def call(base: str, token: str, method: str, path: str, body: dict | None = None
 class Stack:
     """Web workers, a Celery worker and beat on database `database` and Redis `redis_url`."""
 
-    def __init__(self, database: str, redis_url: str, web: int = 3, concurrency: int = 1):
+    def __init__(self, database: str, redis_url: str, web: int = 3, concurrency: int = 1,
+                 port: int = PORT, env: dict[str, str] | None = None):  # fmt: skip
         self.database, self.redis_url = database, redis_url
         self.web, self.concurrency = web, concurrency
-        self.base = f"http://127.0.0.1:{PORT}"
+        self.port, self.extra_env = port, dict(env or {})
+        self.base = f"http://127.0.0.1:{port}"
         self.logs = Path(tempfile.mkdtemp(prefix=f"allot-{database}-"))
         self.procs: list[subprocess.Popen] = []
 
     def environment(self) -> dict:
-        """The production-like environment of every process (Postgres, Redis, simulated agent)."""
-        return dict(
+        """The production-like environment of every process (Postgres, Redis, simulated agent),
+        with the stack's `env` on top (e.g. ALLOT_AGENT=kubernetes and KUBECONFIG)."""
+        environment = dict(
             os.environ,
             DATABASE_URL=f"{PG}/{self.database}",
             REDIS_URL=self.redis_url,
@@ -58,6 +61,7 @@ class Stack:
             LOG_LEVEL="WARNING",
             PYTHONPATH=str(ROOT),
         )
+        return environment | self.extra_env
 
     def manage(self, *args: str) -> str:
         """`manage.py *args` in the stack's environment; its output (exit on failure)."""
@@ -89,7 +93,7 @@ class Stack:
         commands = [
             ["gunicorn", "portal.asgi:application",
              "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(self.web),
-             "--bind", f"127.0.0.1:{PORT}", "--log-level", "warning"],
+             "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"],
             ["celery", "--app", "portal", "worker", "--loglevel", "WARNING",
              "--concurrency", str(self.concurrency), "--without-gossip", "--without-mingle"],
             ["celery", "--app", "portal", "beat", "--loglevel", "WARNING",
@@ -114,7 +118,7 @@ class Stack:
                 return
             except OSError:
                 time.sleep(0.2)
-        raise SystemExit(f"the web tier on :{PORT} did not answer; see {self.logs}")
+        raise SystemExit(f"the web tier on :{self.port} did not answer; see {self.logs}")
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds used so far by each part: the web tier, the Celery worker, beat (each with
@@ -133,8 +137,10 @@ class Stack:
                 return 0.0
 
         parts = dict(zip(("web", "worker", "beat"), (tree(p.pid) for p in self.procs), strict=True))
-        postgres = [p for p in psutil.process_iter(["name"]) if p.info["name"] == "postgres"]
-        parts["postgres"] = sum(used(process) for process in postgres)
+        # Read with the process list: a backend may end between the two (no NoSuchProcess).
+        postgres = [p.info["cpu_times"] for p in psutil.process_iter(["name", "cpu_times"])
+                    if p.info["name"] == "postgres" and p.info["cpu_times"]]  # fmt: skip
+        parts["postgres"] = sum(times.user + times.system for times in postgres)
         return {name: round(seconds, 1) for name, seconds in parts.items()}
 
     def stop(self) -> None:

@@ -1,0 +1,399 @@
+"""KAI's scale test on a real control plane with KWOK (`make bench-k8s`): Allot as the scheduler.
+
+A lab of its own (`scripts/k8s-lab start --nodes 500`: etcd, kube-apiserver,
+kube-controller-manager and KWOK, 500 fake nodes of 8 GPUs), and the stack of `stack.py`
+(gunicorn with uvicorn workers, a Celery worker and beat, PostgreSQL, Redis) with
+ALLOT_AGENT=kubernetes and KUBECONFIG pointing at the lab. Then, through the REST API:
+
+1. **fill**: 100 projects of quota 40, 4,000 single-GPU jobs, one POST each from client threads
+   (KAI's test creates one pod each; `--bulk N` sends sweeps of N through `jobs/bulk/`). Timed
+   from the first POST until the API server reports 4,000 of Allot's pods Running (a watch in
+   this process counts them: the cluster's view, not the portal's).
+2. **reclaim** of the same shape: the 100 projects drop to quota 0 (everything they hold is
+   borrowed), 50 new projects of quota 80 submit their quota, 4,000 jobs. Timed from their
+   first POST until no pod of the old projects is left and 4,000 of the new ones are Running.
+
+For each part: CPU seconds of the web tier, the worker, beat, PostgreSQL, etcd, kube-apiserver,
+kube-controller-manager, KWOK and this client, and the worker's cycles (per-stage seconds, from
+`GET /api/v1/scheduler/cycles/`). The last line is one JSON object with `running`,
+`end_to_end_s`, `reclaim_s`, `cpu_s` (the fill's split), `reclaim_cpu_s` and the cycle figures.
+Goals (issue 25): fill < 60 s on this 2-core machine (KAI 6 min 38 s on its own test, Slurm
+196 s here), reclaim < 90 s (KAI 11 min 34 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from portal_bench import post_all
+from stack import ROOT, Stack, call
+
+LAB = ROOT / "scripts" / "k8s-lab"
+LAB_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
+DATABASE = "allot_bench_k8s"
+REDIS_URL = "redis://127.0.0.1:6379/10"  # a database of its own: the benchmark flushes it
+PORT = 18010  # not bench-portal's, so both may run
+MANAGED = "app.kubernetes.io/managed-by=allot"
+
+
+def lab(*args: str, timeout: float = 900) -> str:
+    done = subprocess.run([sys.executable, str(LAB), *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)  # fmt: skip
+    if done.returncode:
+        raise SystemExit(f"scripts/k8s-lab {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+class PodCounter:
+    """Allot's pods as the API server reports them: a list, then a watch that resumes (a 410
+    relists), in a thread; raw JSON, no model objects (4,000 pods, several events each)."""
+
+    def __init__(self, kubeconfig: Path):
+        from kubernetes import client, config
+
+        self.core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+        self.pods: dict[tuple[str, str], tuple[str, bool]] = {}  # -> (project, Running)
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.synced = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="pod-counter", daemon=True)
+
+    def start(self) -> PodCounter:
+        self.thread.start()
+        if not self.synced.wait(60):
+            raise SystemExit("could not list the lab's pods")
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    def count(self, prefix: str) -> tuple[int, int]:
+        """(pods, Running pods) of the projects whose name starts with `prefix`."""
+        with self.lock:
+            states = [running for project, running in self.pods.values()
+                      if project.startswith(prefix)]  # fmt: skip
+        return len(states), sum(states)
+
+    def _list(self) -> str:
+        answer = self.core.list_pod_for_all_namespaces(
+            label_selector=MANAGED, _preload_content=False, _request_timeout=120
+        )
+        body = json.loads(answer.data)
+        with self.lock:
+            self.pods = {_key(pod): _state(pod) for pod in body.get("items") or ()}
+        self.synced.set()
+        return body["metadata"]["resourceVersion"]
+
+    def _run(self) -> None:
+        from kubernetes import watch
+
+        def pods(**kwargs):
+            return self.core.list_pod_for_all_namespaces(**kwargs)
+
+        version = None
+        while not self.stopping.is_set():
+            try:
+                version = version or self._list()
+                stream = watch.Watch().stream(pods, label_selector=MANAGED, timeout_seconds=60,
+                                              resource_version=version,
+                                              allow_watch_bookmarks=True)  # fmt: skip
+                for event in stream:
+                    pod = event["raw_object"]
+                    if event["type"] == "ERROR":  # 410 Gone: list again
+                        version = None
+                        break
+                    version = pod["metadata"]["resourceVersion"]
+                    if event["type"] == "BOOKMARK":
+                        continue
+                    with self.lock:
+                        if event["type"] == "DELETED":
+                            self.pods.pop(_key(pod), None)
+                        else:
+                            self.pods[_key(pod)] = _state(pod)
+            except Exception as exc:  # a 410, or the API server gone for a moment
+                if self.stopping.is_set():
+                    return
+                print(f"pod counter: {type(exc).__name__} {str(exc)[:100]}; listing again")
+                version = None
+                time.sleep(0.5)
+
+
+def _key(pod: dict) -> tuple[str, str]:
+    return pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
+
+
+def _state(pod: dict) -> tuple[str, bool]:
+    """(project, Running): Running with every container ready, not being deleted."""
+    labels = pod["metadata"].get("labels") or {}
+    status = pod.get("status") or {}
+    containers = status.get("containerStatuses") or []
+    running = (status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
+               and bool(containers) and all(c.get("ready") for c in containers))  # fmt: skip
+    return labels.get("allot.io/project", ""), running
+
+
+class CycleLog:
+    """The worker's cycles, one entry each, read from `GET /api/v1/scheduler/cycles/` (`last`)
+    every half second while running."""
+
+    def __init__(self, base: str, token: str):
+        self.base, self.token = base, token
+        self.entries: dict[float, dict] = {}
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="cycle-log", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopping.wait(0.5):
+            try:
+                last = call(self.base, self.token, "GET", "/api/v1/scheduler/cycles/")["last"]
+            except OSError:
+                continue
+            if last:
+                self.entries[last["at"]] = last
+
+    def between(self, start: float, end: float) -> dict:
+        """Cycles that ended in [start, end] (wall clock): count, seconds per stage summed,
+        the slowest cycle's stages."""
+        chosen = [e for at, e in sorted(self.entries.items()) if start <= at <= end]
+        stages = ("observe_s", "lock_s", "snapshot_s", "plan_s", "commit_s", "carry_out_s")
+        total = {s: round(sum(e.get(s, 0.0) for e in chosen), 2) for s in stages}
+        slowest = max(chosen, key=lambda e: sum(e.get(s, 0.0) for s in stages), default=None)
+        return {
+            "cycles_seen": len(chosen),
+            "stage_s_total": total,
+            "slowest": {s: round(slowest.get(s, 0.0), 2) for s in stages} if slowest else None,
+        }
+
+
+def cpu_seconds(stack: Stack, lab_dir: Path) -> dict:
+    """CPU seconds so far of the stack's parts, the lab's processes and this client; PostgreSQL
+    per process (`spent` counts the backends that were there before from where they were)."""
+    import psutil
+
+    parts = stack.cpu_seconds()
+    for name in LAB_PROCESSES:
+        try:
+            times = psutil.Process(int((lab_dir / "run" / f"{name}.pid").read_text())).cpu_times()
+            parts[name] = times.user + times.system
+        except (OSError, ValueError, psutil.NoSuchProcess):
+            parts[name] = 0.0
+    own = psutil.Process().cpu_times()
+    parts["bench_client"] = own.user + own.system
+    postgres = {}
+    for process in psutil.process_iter(["name", "cpu_times"]):
+        if process.info["name"] == "postgres" and process.info["cpu_times"]:
+            postgres[process.pid] = (
+                process.info["cpu_times"].user + process.info["cpu_times"].system
+            )
+    parts["postgres"] = postgres
+    return parts
+
+
+def spent(before: dict, after: dict) -> dict:
+    """CPU seconds between two `cpu_seconds`, per part, and the totals of Allot (web, worker,
+    beat, PostgreSQL) and of the control plane (etcd, kube-apiserver, kube-controller-manager,
+    KWOK). PostgreSQL's backends that ended meanwhile are not counted."""
+    cpu = {part: after[part] - before[part] for part in after if part != "postgres"}
+    old = before["postgres"]
+    cpu["postgres"] = sum(t - old.get(pid, 0.0) for pid, t in after["postgres"].items())
+    allot = sum(cpu[p] for p in ("web", "worker", "beat", "postgres"))
+    control = sum(cpu[p] for p in LAB_PROCESSES)
+    cpu |= {"allot_total": allot, "control_plane_total": control}
+    return {part: round(seconds, 1) for part, seconds in cpu.items()}
+
+
+def wait_until(check, timeout: float, every: float = 0.25) -> float | None:
+    """Poll `check` until true; the monotonic time it became true (None after `timeout`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return time.monotonic()
+        time.sleep(every)
+    return None
+
+
+def portal_running(stack: Stack, token: str) -> int:
+    return call(stack.base, token, "GET", "/api/v1/jobs/?status=Running&page_size=1")["count"]
+
+
+def submit(stack: Stack, token: str, jobs: list[dict], args) -> float:
+    """POST every job (one each, or sweeps of `--bulk`); the seconds it took."""
+    if args.bulk:
+        path = "/api/v1/jobs/bulk/"
+        bodies = [{"jobs": jobs[i : i + args.bulk]} for i in range(0, len(jobs), args.bulk)]
+    else:
+        path, bodies = "/api/v1/jobs/", jobs
+    start = time.monotonic()
+    post_all(stack.base, token, path, bodies, args.threads)
+    return time.monotonic() - start
+
+
+def phase(name: str, stack: Stack, token: str, lab_dir: Path, cycles: CycleLog, jobs,
+          cluster_done, portal_done, args) -> dict:  # fmt: skip
+    """Submit `jobs`, wait until `cluster_done()` (the API server's pods) and `portal_done()`
+    (the portal's rows); the figures of the part, times from the first POST."""
+    before, wall = cpu_seconds(stack, lab_dir), time.time()
+    start = time.monotonic()
+    submitted = submit(stack, token, jobs, args)
+    print(
+        f"{name}: submitted {len(jobs)} jobs in {submitted:.1f} s ({len(jobs) / submitted:.0f}/s)"
+    )
+    at: dict[str, float] = {}
+
+    def done() -> bool:
+        for what, check in (("cluster", cluster_done), ("portal", portal_done)):
+            if what not in at and check():
+                at[what] = time.monotonic()
+        return len(at) == 2
+
+    wait_until(done, args.timeout)
+    end = at.get("cluster", time.monotonic())
+    after = cpu_seconds(stack, lab_dir)  # the cluster's time is the figure: CPU until then
+    return {
+        "done": "cluster" in at,
+        "submit_s": round(submitted, 2),
+        "elapsed_s": round(end - start, 2),
+        "portal_s": round(at["portal"] - start, 2) if "portal" in at else None,
+        "cpu_s": spent(before, after),
+        "cycles": cycles.between(wall, time.time()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--projects", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=4000)
+    parser.add_argument("--web", type=int, default=3, help="web worker processes (gunicorn)")
+    parser.add_argument("--threads", type=int, default=8, help="client threads")
+    parser.add_argument("--bulk", type=int, default=0,
+                        help="jobs per request through jobs/bulk/ (0: one POST a job)")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=600, help="per part, seconds")
+    parser.add_argument("--no-reclaim", action="store_true", help="the fill only")
+    parser.add_argument("--keep-lab", action="store_true", help="leave the lab running")
+    args = parser.parse_args(argv)
+
+    lab_dir = Path(tempfile.mkdtemp(prefix="allot-k8s-bench-lab-"))
+    started = time.monotonic()
+    print(lab("start", "--dir", str(lab_dir), "--nodes", str(args.nodes),
+              "--gpus-per-node", str(args.gpus_per_node)).strip().splitlines()[0])  # fmt: skip
+    kubeconfig = lab_dir / "admin.kubeconfig"
+    env = {"ALLOT_AGENT": "kubernetes", "KUBECONFIG": str(kubeconfig)}
+    stack = Stack(DATABASE, REDIS_URL, web=args.web, port=PORT, env=env)
+    counter = cycles = None
+    try:
+        token = stack.start()
+        counter = PodCounter(kubeconfig).start()
+        cycles = CycleLog(stack.base, token)
+
+        def nodes_seen() -> bool:  # the worker's cycles read the inventory into node rows
+            return (
+                call(stack.base, token, "GET", "/api/v1/nodes/?page_size=1")["count"] >= args.nodes
+            )
+
+        if wait_until(nodes_seen, 120) is None:
+            raise SystemExit(f"the portal never saw the lab's {args.nodes} nodes")
+        print(f"lab and stack ready in {time.monotonic() - started:.0f} s")
+        total = args.nodes * args.gpus_per_node
+        quota = total / args.projects
+        projects = [{"name": f"project-{i:03d}", "quota": quota} for i in range(args.projects)]
+        post_all(stack.base, token, "/api/v1/projects/", projects, args.threads)
+
+        jobs = [{"project": f"project-{i % args.projects:03d}", "name": f"job-{i:05d}", "gpus": 1}
+                for i in range(args.jobs)]  # fmt: skip
+        fill = phase("fill", stack, token, lab_dir, cycles, jobs,
+                     lambda: counter.count("project-")[1] >= args.jobs,
+                     lambda: portal_running(stack, token) >= args.jobs, args)  # fmt: skip
+        running = counter.count("project-")[1]
+        print(f"fill: {running}/{args.jobs} pods Running (API server) after "
+              f"{fill['elapsed_s']:.1f} s (goal < 60 s); in the portal after "
+              f"{fill['portal_s']} s")  # fmt: skip
+        print(f"fill: CPU seconds {fill['cpu_s']}")
+        print(f"fill: cycles {fill['cycles']}")
+
+        reclaim = None
+        if not args.no_reclaim and fill["done"]:
+            reclaim = reclaim_part(stack, token, lab_dir, cycles, counter, args)
+    finally:
+        if cycles is not None:
+            cycles.stopping.set()
+        if counter is not None:
+            counter.stop()
+        stack.stop()
+        if args.keep_lab:
+            print(f"lab left running: KUBECONFIG={kubeconfig}")
+        else:
+            lab("clean", "--dir", str(lab_dir))
+            shutil.rmtree(lab_dir, ignore_errors=True)
+
+    summary = {
+        "nodes": args.nodes, "gpus_per_node": args.gpus_per_node, "projects": args.projects,
+        "jobs": args.jobs, "bulk": args.bulk, "web_processes": args.web,
+        "running": running, "submit_s": fill["submit_s"], "end_to_end_s": fill["elapsed_s"],
+        "portal_running_s": fill["portal_s"], "cpu_s": fill["cpu_s"], "cycles": fill["cycles"],
+        "reclaim_s": reclaim["elapsed_s"] if reclaim else None,
+        "reclaim_portal_s": reclaim["portal_s"] if reclaim else None,
+        "reclaimed": reclaim["reclaimed"] if reclaim else None,
+        "reclaim_running": reclaim["running"] if reclaim else None,
+        "reclaim_submit_s": reclaim["submit_s"] if reclaim else None,
+        "reclaim_cpu_s": reclaim["cpu_s"] if reclaim else None,
+        "reclaim_cycles": reclaim["cycles"] if reclaim else None,
+    }  # fmt: skip
+    print(json.dumps(summary))
+    ok = running == args.jobs and (args.no_reclaim or bool(reclaim and reclaim["done"]))
+    return 0 if ok else 1
+
+
+def reclaim_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,
+                 counter: PodCounter, args) -> dict:  # fmt: skip
+    """The old projects drop to quota 0; half as many new ones of twice the quota ask for it."""
+    owners = args.projects // 2
+    quota = args.nodes * args.gpus_per_node / owners
+    zero = [{"name": f"project-{i:03d}", "quota": 0} for i in range(args.projects)]
+    post_all_patch(stack, token, zero, args.threads)
+    new = [{"name": f"owner-{i:03d}", "quota": quota} for i in range(owners)]
+    post_all(stack.base, token, "/api/v1/projects/", new, args.threads)
+    jobs = [{"project": f"owner-{i % owners:03d}", "name": f"claim-{i:05d}", "gpus": 1}
+            for i in range(int(quota) * owners)]  # fmt: skip
+    held = counter.count("project-")[0]
+
+    def reclaimed() -> bool:
+        return counter.count("project-")[0] == 0 and counter.count("owner-")[1] >= len(jobs)
+
+    def portal_reclaimed() -> bool:
+        return portal_running(stack, token) == len(jobs)  # the old jobs wait, Pending
+
+    part = phase("reclaim", stack, token, lab_dir, cycles, jobs, reclaimed, portal_reclaimed, args)
+    left, running = counter.count("project-")[0], counter.count("owner-")[1]
+    print(f"reclaim: {held - left} of {held} borrowed pods deleted, {running}/{len(jobs)} new "
+          f"pods Running after {part['elapsed_s']:.1f} s (goal < 90 s); in the portal after "
+          f"{part['portal_s']} s")  # fmt: skip
+    print(f"reclaim: CPU seconds {part['cpu_s']}")
+    print(f"reclaim: cycles {part['cycles']}")
+    return {**part, "reclaimed": held - left, "running": running}
+
+
+def post_all_patch(stack: Stack, token: str, projects: list[dict], threads: int) -> None:
+    """PATCH each project's quota."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def patch(body: dict) -> None:
+        call(stack.base, token, "PATCH", f"/api/v1/projects/{body['name']}/",
+             {"quota": body["quota"]})  # fmt: skip
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(patch, projects))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
