@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from portal.core.validators import MIN_RUNTIME_MAX_S
@@ -213,6 +214,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy: see CONTENT_SECURITY_POLICY
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -496,6 +498,26 @@ SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
 if envbool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Content-Security-Policy (django-csp): the portal's pages load scripts, styles, images and
+# connections from the portal only, with no inline code but what carries the response's nonce
+# (`request.csp_nonce`): Swagger UI's start-up script and style, and the <style> elements
+# plotly.js would otherwise create (templates/web/plotly_styles.html). `'self'` in connect-src
+# covers the same host's ws:/wss: (CSP Level 3). A response that has a policy keeps it: Jupyter
+# sessions come through the proxy with Jupyter Server's own (JupyterLab needs inline code).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF, NONCE],
+        "style-src": [SELF, NONCE],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "frame-ancestors": [NONE],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+    },
+}
 
 LOGGING = {
     "version": 1,

@@ -26,6 +26,7 @@
     for (const [key, value] of Object.entries(attrs || {})) {
       if (key === "class") node.className = value;
       else if (key === "data") Object.assign(node.dataset, value);
+      else if (key === "style") node.style.cssText = value; // CSSOM: the CSP refuses style attributes
       else node.setAttribute(key, value);
     }
     for (const child of children) node.append(child == null ? "" : child);
