@@ -416,8 +416,11 @@ class KubernetesAgent:
                        and key not in self._moving and key not in self._unstopped]  # fmt: skip
         self._swept_at = now
         seen = self._listing()
-        if seen is None:
-            return
+        if seen is not None:
+            self._delete_orphans(seen)
+            self._recreate(sweep.missing(seen, started, self.config.ingress_host))
+
+    def _delete_orphans(self, seen: sweep.Listing) -> None:
         cached = self.watcher.snapshot()
         seen = replace(seen, objects=seen.objects + tuple(sweep.job_pods(cached)))
         whole = {key for key, found in _grouped(cached).items() if complete(found)}
@@ -429,7 +432,9 @@ class KubernetesAgent:
             grace = self.config.grace_period_s
             if not self._quietly(what, sweep.delete, self.api, found, grace):
                 self._orphans.later(found)
-        for job in sweep.missing(seen, started, self.config.ingress_host):
+
+    def _recreate(self, jobs: list[JobSpec]) -> None:
+        for job in jobs:
             what = f"recreating the Service of {job.project}/{job.name}, deleted outside Allot"
             logger.warning("%s", what)
             self._quietly(what, pods.expose, self.api, job, self.config.ingress_host,
