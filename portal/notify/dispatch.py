@@ -6,6 +6,9 @@ and never on the cycle's thread: with Redis they are Celery tasks on their own `
 (its own worker in docker-compose), in the embedded default a small thread pool. A webhook that
 fails is retried with back-off (`ALLOT_WEBHOOK_BACKOFF_S`); one that never answers costs its
 own thread at most `TIMEOUT_S` an attempt, not the cycle. Every attempt is in the delivery log.
+While Redis is away, what cannot be queued is sent from a thread of the calling process, and a
+toast (Redis's channel layer) or an email that fails is logged and skipped: nothing here takes a
+process down with it (issue 22 item 4; the workers' side is in `portal.celery`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import close_old_connections, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError
 
 from portal.celery import app
 from portal.jobs.models import JobEvent
@@ -52,11 +56,21 @@ def after_commit(event_ids: list[int]) -> None:
 
 
 def enqueue(event_ids: list[int]) -> None:
-    """Hand the events to the notification worker (Celery with Redis, else a thread)."""
-    if settings.REDIS_URL:
-        app.send_task(NOTIFY_TASK, (event_ids,), queue="notify")
-    else:
-        _submit(notify_events, event_ids)
+    """Hand the events to the notification worker (Celery with Redis, else a thread); while the
+    broker is away, send them from a thread of this process rather than lose them."""
+    if settings.REDIS_URL and _send(NOTIFY_TASK, event_ids):
+        return
+    _submit(notify_events, event_ids)
+
+
+def _send(task: str, argument, countdown: float = 0.0) -> bool:
+    """Queue `task` on the notify queue; False (logged) when the broker cannot be reached."""
+    try:
+        app.send_task(task, (argument,), queue="notify", countdown=countdown or None)
+    except (OperationalError, OSError) as exc:
+        logger.warning("broker unreachable (%s): %s(%s) runs in this process", exc, task, argument)
+        return False
+    return True
 
 
 def _submit(function, *args) -> None:
@@ -111,14 +125,23 @@ def notify_events(event_ids: list[int]) -> None:
         if owner is not None:
             preference = Preference.objects.filter(user=owner).first() or Preference()
             if preference.email and owner.email:
-                _email(owner.email, payload)
+                _guarded(_email, owner.email, payload)
             if preference.browser:
-                _toast(owner.id, payload)
+                _guarded(_toast, owner.id, payload)
         for webhook in Webhook.objects.filter(project_id=event.project_id, active=True):
             delivery = Delivery.objects.create(
                 webhook=webhook, event=payload["event"], job_name=event.job_name, payload=payload
             )
             deliver(delivery.id)
+
+
+def _guarded(send, *args) -> None:
+    """An email or a toast that cannot be sent now (SMTP or Redis away) is logged and skipped:
+    the other notifications of the event still go."""
+    try:
+        send(*args)
+    except Exception as exc:
+        logger.warning("%s not sent: %r", send.__name__.strip("_"), exc)
 
 
 def _email(address: str, payload: dict) -> None:
@@ -193,13 +216,19 @@ def backoff() -> list[float]:
     return list(settings.ALLOT_WEBHOOK_BACKOFF_S)
 
 
+def _retry_after(wait: float, delivery_id: int) -> None:
+    time.sleep(wait)
+    deliver(delivery_id)
+
+
 def deliver(delivery_id: int) -> None:
     """Send one delivery, retrying with back-off: Celery re-enqueues, a thread sleeps."""
     delivery = Delivery.objects.select_related("webhook").get(id=delivery_id)
     if settings.REDIS_URL:
         if not attempt(delivery) and delivery.attempts <= len(backoff()):
-            app.send_task(DELIVER_TASK, (delivery_id,), queue="notify",
-                                  countdown=backoff()[delivery.attempts - 1])  # fmt: skip
+            wait = backoff()[delivery.attempts - 1]
+            if not _send(DELIVER_TASK, delivery_id, countdown=wait):
+                _submit(_retry_after, wait, delivery_id)
         return
     for wait in [*backoff(), None]:
         if attempt(delivery) or wait is None:
