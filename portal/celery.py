@@ -11,6 +11,7 @@ import logging
 import os
 
 from celery import Celery, bootsteps
+from celery.beat import PersistentScheduler
 from celery.worker.consumer import Consumer
 from django.conf import settings
 
@@ -45,6 +46,19 @@ class ResilientConsumer(Consumer):
         if channel is not None:
             channel.do_restore = False
         super().on_connection_error_after_connected(exc)
+
+
+class ResilientScheduler(PersistentScheduler):
+    """Beat's scheduler, trying a broker that went away every few seconds (Celery's: up to 30)."""
+
+    def _ensure_connected(self):
+        def retrying(exc, interval):
+            logger.error("beat: broker unreachable (%s); trying again in %.1f s", exc, interval)
+
+        return self.connection.ensure_connection(
+            retrying, self.app.conf.broker_connection_max_retries, interval_start=0.5,
+            interval_step=0.5, interval_max=RECONNECT_EVERY_S,
+        )  # fmt: skip
 
 
 class RestoreUnacked(bootsteps.StartStopStep):
@@ -83,6 +97,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # with Redis) is redelivered after the visibility timeout, which must exceed the longest
 # countdown (the webhook back-off's last wait) plus a task's run time.
 app.conf.worker_consumer = "portal.celery:ResilientConsumer"
+app.conf.beat_scheduler = "portal.celery:ResilientScheduler"
 app.conf.broker_connection_retry = True
 app.conf.broker_connection_retry_on_startup = True
 app.conf.broker_connection_max_retries = None
