@@ -471,6 +471,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # the error answers of every operation (portal/api/schema.py), after the enums' default hook
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_errors",
+    ],
 }
 
 # --- Internationalisation, static files ---------------------------------------------------------
