@@ -76,6 +76,10 @@ class WebhookList(ProjectAdminMixin, generics.ListCreateAPIView):
     def get_queryset(self):
         return Webhook.objects.filter(project=self.project()).order_by("id")
 
+    def create(self, request, *args, **kwargs):
+        self.project()  # 404 or 403 before anything is said about the body
+        return super().create(request, *args, **kwargs)
+
     def perform_create(self, serializer):
         serializer.instance = services.create_webhook(self.project(), **serializer.validated_data)
         serializer.context["show_secret"] = True

@@ -35,7 +35,7 @@ REST = [
     ("member-detail", "delete", f"{A}/projects/team-a/members/vera/", None, (204, 403, 403, 404)),
     ("user-list", "get", f"{A}/users/", None, (200, 403, 403, 403)),
     ("webhook-list", "get", f"{A}/projects/team-a/webhooks/", None, (200, 403, 403, 404)),
-    ("webhook-list", "post", f"{A}/projects/team-a/webhooks/", {"url": "http://127.0.0.1:9/h"},
+    ("webhook-list", "post", f"{A}/projects/team-a/webhooks/", {"url": "https://hooks.example/h"},
      (201, 403, 403, 404)),
     ("webhook-detail", "get", f"{A}/projects/team-a/webhooks/1/", None, (404, 403, 403, 404)),
     ("webhook-detail", "delete", f"{A}/projects/team-a/webhooks/1/", None, (404, 403, 403, 404)),

@@ -97,6 +97,15 @@ def test_a_webhook_to_127_0_0_1_is_refused_when_saved_saying_why(api, owner, tea
     assert list(Webhook.objects.values_list("url", flat=True)) == ["https://hooks.example.org/a"]
 
 
+def test_who_may_not_add_webhooks_hears_nothing_about_the_url(api, member, outsider, team_a):
+    """The 404 (outsider) and 403 (member) come before any word on the body: the check of the
+    address says nothing to someone who may not add a webhook at all."""
+    body = {"url": "http://127.0.0.1:8080/internal"}
+    assert api(outsider).post(HOOKS, body, format="json").status_code == 404
+    assert api(member).post(HOOKS, body, format="json").status_code == 403
+    assert not Webhook.objects.exists()
+
+
 def test_the_project_page_says_the_same_and_saves_nothing(owner, team_a, no_retries):
     client = Client()
     client.force_login(owner)
