@@ -15,8 +15,10 @@ ALLOT_AGENT=kubernetes and KUBECONFIG pointing at the lab. Then, through the RES
 
 For each part: CPU seconds of the web tier, the worker, beat, PostgreSQL, etcd, kube-apiserver,
 kube-controller-manager, KWOK and this client, and the worker's cycles (per-stage seconds, from
-`GET /api/v1/scheduler/cycles/`). The last line is one JSON object with `running`,
-`end_to_end_s`, `reclaim_s`, `cpu_s` (the fill's split), `reclaim_cpu_s` and the cycle figures.
+`GET /api/v1/scheduler/cycles/`); before the fill, each part's CPU per second while idle (500
+nodes' heartbeats, beat's cycles, the watches: the baseline inside those figures). The last line
+is one JSON object with `running`, `end_to_end_s`, `reclaim_s`, `cpu_s` (the fill's split),
+`reclaim_cpu_s`, `idle_cpu_s_per_s` and the cycle figures.
 Goals (issue 25): fill < 60 s on this 2-core machine (KAI 6 min 38 s on its own test, Slurm
 196 s here), reclaim < 90 s (KAI 11 min 34 s).
 """
@@ -211,6 +213,15 @@ def spent(before: dict, after: dict) -> dict:
     return {part: round(seconds, 1) for part, seconds in cpu.items()}
 
 
+def idle_cpu(stack: Stack, lab_dir: Path, seconds: float) -> dict:
+    """CPU seconds per second of each part while nothing is asked of it: the lab's nodes'
+    heartbeats, beat's cycles, the watches (the baseline within the parts' figures)."""
+    before = cpu_seconds(stack, lab_dir)
+    time.sleep(seconds)
+    cpu = spent(before, cpu_seconds(stack, lab_dir))
+    return {part: round(value / seconds, 2) for part, value in cpu.items()}
+
+
 def wait_until(check, timeout: float, every: float = 0.25) -> float | None:
     """Poll `check` until true; the monotonic time it became true (None after `timeout`)."""
     deadline = time.monotonic() + timeout
@@ -280,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="jobs per request through jobs/bulk/ (0: one POST a job)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=600, help="per part, seconds")
     parser.add_argument("--no-reclaim", action="store_true", help="the fill only")
+    parser.add_argument("--idle-s", type=float, default=20,
+                        help="seconds of idle CPU measured before the fill")  # fmt: skip
     parser.add_argument("--keep-lab", action="store_true", help="leave the lab running")
     args = parser.parse_args(argv)
 
@@ -304,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         if wait_until(nodes_seen, 120) is None:
             raise SystemExit(f"the portal never saw the lab's {args.nodes} nodes")
         print(f"lab and stack ready in {time.monotonic() - started:.0f} s")
+        idle = idle_cpu(stack, lab_dir, args.idle_s)
+        print(f"idle: CPU seconds per second {idle}")
         total = args.nodes * args.gpus_per_node
         quota = total / args.projects
         projects = [{"name": f"project-{i:03d}", "quota": quota} for i in range(args.projects)]
@@ -337,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(lab_dir, ignore_errors=True)
 
     summary = {
+        "idle_cpu_s_per_s": idle,
         "nodes": args.nodes, "gpus_per_node": args.gpus_per_node, "projects": args.projects,
         "jobs": args.jobs, "bulk": args.bulk, "web_processes": args.web,
         "running": running, "submit_s": fill["submit_s"], "end_to_end_s": fill["elapsed_s"],
