@@ -31,12 +31,6 @@ def opened(agent) -> int:
     return sum(pools[key].num_connections for key in list(pools.keys()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="agent bug: pods.bind asks for the binding with _preload_content=False and never reads "
-    "or releases the answer, so its connection never returns to the pool: every start opens a "
-    "new TLS connection",
-)
 def test_starting_jobs_reuses_the_clients_connections(portal_on_lab, allot_lab):
     agent = portal_on_lab
     agent.observe()  # the watch and the inventory hold their connections
