@@ -40,7 +40,7 @@ from kubernetes.config import kube_config
 from agents.base import JobSpec, JobStatus, PodSpec
 from agents.kubernetes.agent import KubernetesAgent
 from agents.kubernetes.inventory import KubernetesConfig
-from tests.k8s.lab import ROOT, Lab
+from tests.k8s.lab import ROOT, Lab, eventually
 
 pytestmark = pytest.mark.k8s
 
@@ -53,18 +53,6 @@ VARIANTS = {
     "no-service-delete": {"delete", "deletecollection"},
     "no-service-deletecollection": {"deletecollection"},
 }
-
-
-def eventually(check: Callable[[], object], what: str, timeout: float = 60) -> object:
-    """Poll `check` until it returns something true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
 
 
 # ---------------------------------------------------------------------- identities

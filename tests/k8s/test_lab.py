@@ -4,29 +4,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.k8s.lab import Lab
+from tests.k8s.lab import Lab, eventually
 
 pytestmark = pytest.mark.k8s
 
 GFD_LABELS = ("nvidia.com/gpu.product", "nvidia.com/gpu.count", "nvidia.com/gpu.memory")
-
-
-def eventually(check: Callable[[], object], what: str, timeout: float = 60) -> object:
-    """Poll `check` until it returns something true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture
