@@ -31,8 +31,11 @@ NODES = 2
 GPUS_PER_NODE = 8
 
 
-def eventually(check: Callable[[], object], what: str, timeout: float = 60) -> object:
-    """Poll `check` until it returns something true; fail after `timeout` seconds."""
+def eventually(
+    check: Callable[[], object], what: str, timeout: float = 60, every: float = 0.2
+) -> object:
+    """Poll `check` every `every` seconds until it returns something true; fail after
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         result = check()
@@ -40,7 +43,7 @@ def eventually(check: Callable[[], object], what: str, timeout: float = 60) -> o
             return result
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(every)
 
 
 @dataclass
@@ -69,14 +72,10 @@ def lab_command(*args: str, timeout: float = 300) -> subprocess.CompletedProcess
     )
 
 
-class _Shared:
-    """The one lab of this process, counted by the fixtures that use it."""
-
-    lab: Lab | None = None
-    users = 0
-
-
-def _start() -> Lab:
+def start_lab(prefix: str, *options: str) -> tuple[Path, dict]:
+    """Start a lab in a new temporary directory named `prefix`... with `scripts/k8s-lab start`
+    `options`; (its directory, its state.json). Without the binaries: skipped with the command
+    that builds them, or failed under CI (`CI` set), since .ci/run builds them first."""
     check = lab_command("check")
     if check.returncode:
         message = (
@@ -86,13 +85,46 @@ def _start() -> Lab:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    workdir = Path(tempfile.mkdtemp(prefix="allot-k8s-lab-"))
-    args = ("--dir", str(workdir), "--nodes", str(NODES), "--gpus-per-node", str(GPUS_PER_NODE))
-    started = lab_command("start", *args)
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    started = lab_command("start", "--dir", str(workdir), *options)
     if started.returncode:
-        lab_command("stop", "--dir", str(workdir))
+        lab_command("clean", "--dir", str(workdir))
         pytest.fail(f"scripts/k8s-lab start failed:\n{started.stdout}{started.stderr}")
-    state = json.loads((workdir / "state.json").read_text())
+    return workdir, json.loads((workdir / "state.json").read_text())
+
+
+def stop_lab(lab: Lab) -> None:
+    """Close the lab's client, stop its processes and remove its directory."""
+    lab.api_client.close()
+    stopped = lab_command("clean", "--dir", str(lab.dir))
+    if stopped.returncode:
+        sys.stderr.write(f"scripts/k8s-lab clean failed:\n{stopped.stdout}{stopped.stderr}")
+
+
+class SharedLab:
+    """One lab per test session, started by `start` for the first fixture that asks and
+    stopped when the last one is done, however many test directories use it."""
+
+    def __init__(self, start: Callable[[], Lab]):
+        self.start, self.lab, self.users = start, None, 0
+
+    def use(self) -> Iterator[Lab]:
+        if self.lab is None:
+            self.lab = self.start()
+        self.users += 1
+        try:
+            yield self.lab
+        finally:
+            self.users -= 1
+            if self.users == 0:
+                lab, self.lab = self.lab, None
+                stop_lab(lab)
+
+
+def _start() -> Lab:
+    workdir, state = start_lab(
+        "allot-k8s-lab-", "--nodes", str(NODES), "--gpus-per-node", str(GPUS_PER_NODE)
+    )
     kubeconfig = Path(state["kubeconfig"])
     return Lab(
         dir=workdir,
@@ -104,22 +136,9 @@ def _start() -> Lab:
     )
 
 
-def _stop(lab: Lab) -> None:
-    lab.api_client.close()
-    stopped = lab_command("clean", "--dir", str(lab.dir))
-    if stopped.returncode:
-        sys.stderr.write(f"scripts/k8s-lab clean failed:\n{stopped.stdout}{stopped.stderr}")
+_SHARED = SharedLab(_start)
 
 
 @pytest.fixture(scope="session")
 def k8s_lab() -> Iterator[Lab]:
-    if _Shared.lab is None:
-        _Shared.lab = _start()
-    _Shared.users += 1
-    try:
-        yield _Shared.lab
-    finally:
-        _Shared.users -= 1
-        if _Shared.users == 0:
-            lab, _Shared.lab = _Shared.lab, None
-            _stop(lab)
+    yield from _SHARED.use()

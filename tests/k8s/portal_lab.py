@@ -26,7 +26,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,7 +36,8 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from kubernetes.config import kube_config
 
-from tests.k8s.lab import SCRIPT, Lab, lab_command
+from tests.k8s.lab import SCRIPT, Lab, SharedLab, start_lab
+from tests.k8s.lab import eventually as lab_eventually
 
 NODES = ("dgx1-1", "dgx1-2")  # TR-4858's nodes (../shared/scenarios/tr4858.json)
 GPUS_PER_NODE = 8
@@ -60,15 +60,9 @@ def lab_script() -> ModuleType:
 
 
 def eventually(check: Callable[[], object], what: str, timeout: float = 30) -> object:
-    """Poll `check` until it returns something true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.1)
+    """`tests.k8s.lab.eventually`, polling faster and giving up sooner (these tests' waits are
+    short)."""
+    return lab_eventually(check, what, timeout=timeout, every=0.1)
 
 
 def add_nodes(core: client.CoreV1Api, names: tuple[str, ...], **options) -> None:
@@ -97,47 +91,21 @@ def add_nodes(core: client.CoreV1Api, names: tuple[str, ...], **options) -> None
     eventually(ready, f"nodes {', '.join(names)} Ready", timeout=60)
 
 
-class _Shared:
-    lab: Lab | None = None
-    users = 0
-
-
 def _start() -> Lab:
-    check = lab_command("check")
-    if check.returncode:
-        message = (
-            "the Kubernetes lab's binaries are not built; run `scripts/k8s-lab build` "
-            f"(slow the first time, then cached):\n{check.stdout}"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    workdir = Path(tempfile.mkdtemp(prefix="allot-k8s-portal-lab-"))
-    started = lab_command("start", "--dir", str(workdir), "--nodes", "0")
-    if started.returncode:
-        lab_command("clean", "--dir", str(workdir))
-        pytest.fail(f"scripts/k8s-lab start failed:\n{started.stdout}{started.stderr}")
-    state = json.loads((workdir / "state.json").read_text())
+    workdir, state = start_lab("allot-k8s-portal-lab-", "--nodes", "0")
     api = config.new_client_from_config(config_file=state["kubeconfig"])
     add_nodes(client.CoreV1Api(api), NODES)
     return Lab(dir=workdir, kubeconfig=Path(state["kubeconfig"]), server=state["server"],
                nodes=list(NODES), gpus_per_node=GPUS_PER_NODE, api_client=api)  # fmt: skip
 
 
+_SHARED = SharedLab(_start)
+
+
 @pytest.fixture(scope="session", name="allot_lab")
 def fixture_allot_lab() -> Iterator[Lab]:
     """The lab with TR-4858's two nodes, shared by every module that imports this fixture."""
-    if _Shared.lab is None:
-        _Shared.lab = _start()
-    _Shared.users += 1
-    try:
-        yield _Shared.lab
-    finally:
-        _Shared.users -= 1
-        if _Shared.users == 0:
-            lab, _Shared.lab = _Shared.lab, None
-            lab.api_client.close()
-            lab_command("clean", "--dir", str(lab.dir))
+    yield from _SHARED.use()
 
 
 @pytest.fixture(name="portal_on_lab")
