@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from portal_bench import post_all
-from stack import ROOT, Stack, call
+from stack import ROOT, Stack, add_shape_arguments, call
 
 LAB = ROOT / "scripts" / "k8s-lab"
 LAB_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
@@ -281,11 +281,7 @@ def phase(name: str, stack: Stack, token: str, lab_dir: Path, cycles: CycleLog, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--projects", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=4000)
-    parser.add_argument("--web", type=int, default=3, help="web worker processes (gunicorn)")
+    add_shape_arguments(parser)
     parser.add_argument("--threads", type=int, default=8, help="client threads")
     parser.add_argument("--bulk", type=int, default=0,
                         help="jobs per request through jobs/bulk/ (0: one POST a job)")  # fmt: skip

@@ -25,7 +25,7 @@ import time
 import urllib.error
 from concurrent.futures import ThreadPoolExecutor
 
-from stack import ROOT, Stack, call
+from stack import ROOT, Stack, add_shape_arguments, call
 
 DATABASE = "allot_bench"
 REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of its own: the benchmark flushes it
@@ -79,11 +79,7 @@ def time_cycles(stack: Stack) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--projects", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=4000)
-    parser.add_argument("--web", type=int, default=3, help="web worker processes (gunicorn)")
+    add_shape_arguments(parser)
     parser.add_argument("--concurrency", type=int, default=1, help="worker processes")
     parser.add_argument("--threads", type=int, default=8, help="client threads")
     parser.add_argument("--bulk", type=int, default=0,

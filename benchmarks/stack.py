@@ -22,6 +22,16 @@ PG = "postgres://postgres@127.0.0.1:5432"
 PORT = 18000
 
 
+def add_shape_arguments(parser) -> None:
+    """KAI's scale-test shape (500 nodes x 8 GPUs, 100 projects, 4,000 jobs) and the web
+    workers, the options every portal benchmark of that shape takes."""
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--projects", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=4000)
+    parser.add_argument("--web", type=int, default=3, help="web worker processes (gunicorn)")
+
+
 def call(base: str, token: str, method: str, path: str, body: dict | None = None):
     """One JSON request to the portal at `base` as `token`; the decoded answer."""
     data = json.dumps(body).encode() if body is not None else None
