@@ -94,6 +94,11 @@ class Job(models.Model):
     # seconds; infinity when it has outlived every finished job like it. Backfill's B1 reads it.
     expected_end = models.FloatField(null=True, blank=True)
     eta = models.DateTimeField(null=True, blank=True)
+    # What `eta` is: "at" (the simulation starts the job then), "not_before" (a lower bound: it
+    # waits on running jobs that outlived their predictions, taken as ending at once), "never"
+    # (it cannot start as submitted: `eta_note` says why), or "" (not computed yet).
+    eta_kind = models.CharField(max_length=16, blank=True, default="")
+    eta_note = models.CharField(max_length=200, blank=True, default="")
     backfilled = models.BooleanField(default=False)  # started ahead of a reservation (B2)
     # GPU-seconds held in earlier runs, ended by an eviction or a move (service bands, L1)
     held_gpu_s = models.FloatField(default=0.0)
