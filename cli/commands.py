@@ -14,7 +14,6 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
-from .tables import show
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -49,9 +48,12 @@ def span(seconds: float) -> str:
 
 
 def eta_of(job: dict) -> str:
-    """When a pending job is expected to start, from the portal's forward simulation."""
+    """When a pending job is expected to start, in the portal's words (`expected_start`: a
+    time, a lower bound, or why it cannot start as submitted); from `eta` for older portals."""
+    if job.get("expected_start"):
+        return job["expected_start"]
     if not job.get("eta"):
-        return "unknown (it waits on jobs whose run time cannot be predicted yet)"
+        return "not known yet"
     at = datetime.fromisoformat(job["eta"].replace("Z", "+00:00")).astimezone(UTC)
     left = (at - datetime.now(UTC)).total_seconds()
     when = "within the next cycles" if left <= 60 else f"in {span(left)}"
@@ -154,7 +156,7 @@ def project_list(as_json):
             str(p["running_jobs"]),
             str(p["pending_jobs"]),
         )
-    show(table, out)
+    out.print(table)
 
 
 def parse_env(values) -> dict:
@@ -370,7 +372,7 @@ def list_jobs(project, all_projects, as_json):
         table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
                       j["image"] or "-", j["project"], j["user"] or "-",
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
-    show(table, out)
+    out.print(table)
     used = sum(j["allocated_gpus"] for j in jobs)
     click.echo(f"\n{len(jobs)} job(s), {used:g} GPU(s) in use")
 
@@ -403,7 +405,7 @@ def get(name, project, as_json):
     table = Table("TIME", "KIND", "MESSAGE", box=None, pad_edge=False)
     for e in events:
         table.add_row(e["time"][11:19], e["kind"], e["message"])
-    show(table, out)
+    out.print(table)
 
 
 @cli.command()

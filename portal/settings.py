@@ -204,7 +204,6 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
-    "portal.audit",
     "portal.tenancy",
     "portal.cluster",
     "portal.jobs",
@@ -221,14 +220,12 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "portal.audit.context.AuditContextMiddleware",  # who and from where, for the audit log
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a lockout into portal.web.lockout's answer
 ]
 
 ROOT_URLCONF = "portal.urls"
-CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # in the portal's layout
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
 
@@ -400,9 +397,6 @@ ALLOT_WEBHOOK_BACKOFF_S = [
 # Webhooks reach public addresses only (portal/notify/targets.py); a cluster admin lets a receiver
 # on an internal network in by listing its networks here (CIDRs, e.g. 10.20.0.0/16).
 ALLOT_WEBHOOK_ALLOWED_NETWORKS = envnetworks("ALLOT_WEBHOOK_ALLOWED_NETWORKS")
-# The audit log (portal/audit): entries older than this many days are deleted hourly; 0 keeps
-# them all.
-ALLOT_AUDIT_RETENTION_DAYS = envint("ALLOT_AUDIT_RETENTION_DAYS", 365)
 ALLOT_ADMIN_USERNAME = envstr("ALLOT_ADMIN_USERNAME", "admin")
 ALLOT_ADMIN_PASSWORD = envsecret("ALLOT_ADMIN_PASSWORD")
 
@@ -430,7 +424,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("ALLOT_LOGIN_LOCKOUT_MIN", 15, mini
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "portal.web.lockout.locked_out"
-AXES_CLIENT_IP_CALLABLE = "portal.core.addresses.client_address"
+AXES_CLIENT_IP_CALLABLE = "portal.api.throttling.client_address"
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # logs name the account and address, never a password
 AXES_VERBOSE = False  # no banner at each start; its log lines still name account and address
 AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures and lockouts are kept
@@ -536,12 +530,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # axes: failures and lockouts (WARNING), not every successful sign-in
-    # "django": Django's own console handler would print each line a second time beside root's;
-    # runserver's line per request only for developers, so `make run` keeps its sign-in in view
-    "loggers": {"django": {"handlers": []}, "django.db.backends": {"level": "WARNING"},
-                "django.channels.server": {"level": "INFO" if DEBUG else "WARNING"},
-                "axes": {"level": "WARNING"}},
-}  # fmt: skip
+    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+}
 
 # --- What no Jupyter session may read (last: every NAME_FILE secret is known by now) ---------
 

@@ -17,7 +17,9 @@ from dataclasses import replace
 from .actions.backfill import predicted_end
 from .apply import apply_plan
 from .cycle import plan_cycle
-from .model import JobKey, Policy, Snapshot
+from .model import Job, JobKey, Policy, Snapshot, to_milli
+from .queues import build_queues
+from .session import gpus
 
 MAX_CYCLES_PER_STEP = 100
 
@@ -63,6 +65,55 @@ def estimate_starts(
         kept = tuple(job for job in current.jobs if not _ends_by(job, current.now, at))
         current = replace(current, now=at, jobs=kept)
     return eta
+
+
+def lower_bounds(
+    snapshot: Snapshot,
+    policy: Policy | None = None,
+    horizon_s: float | None = None,
+    resolution_s: float = 0.0,
+) -> dict[JobKey, float | None]:
+    """The earliest each pending job could start: :func:`estimate_starts` with every running job
+    that has no predictable end (it outlived every finished job like it, or its run time is
+    unknown) taken as ending at once. What the portal shows as "not before" when the exact
+    estimate cannot tell: those jobs may end any moment, but not sooner than that, and the
+    jobs ahead in the queue (R4.1-R4.3) still run their predicted times first."""
+    now = snapshot.now
+    jobs = tuple(
+        replace(job, expected_end=now) if job.running and predicted_end(job, now) is None else job
+        for job in snapshot.jobs
+    )
+    return estimate_starts(replace(snapshot, jobs=jobs), policy, horizon_s, resolution_s)
+
+
+def cannot_start(snapshot: Snapshot, job: Job) -> str | None:
+    """Why `job` can never start as submitted, whatever ends, or None. Only what no running
+    job's end can change: its project's or department's limit below the job's total (R3.1), a
+    non-preemptible job above a quota (R3.2: only non-preemptible usage counts, so a job larger
+    than the quota itself is never admitted), or pods larger than every node of its pools (it
+    waits for a bigger node to join, issue 24 item 10: a pending reason, not an error)."""
+    queues = build_queues(snapshot)
+    amount = job.milli_total
+    queue = queues.get(job.project)
+    path = queue.path()[::-1] if queue is not None else []
+    for q in path:
+        if q.limit is not None and amount > q.limit:
+            return (f"cannot start: it asks for {gpus(amount)}, more than {q.name}'s limit of "
+                    f"{gpus(q.limit)} (R3.1)")  # fmt: skip
+    if not job.preemptible:
+        for q in path:
+            if q.deserved is not None and amount > q.deserved:
+                quota = gpus(q.deserved)
+                return (f"cannot start: interactive jobs may not exceed {q.name}'s quota "
+                        f"({quota}); this one asks for {gpus(amount)} (R3.2)")  # fmt: skip
+    pools = queue.node_pools if queue is not None else ()
+    nodes = [n for n in snapshot.nodes if not pools or n.pool in pools]
+    largest = max((to_milli(n.gpus) for n in nodes), default=0)
+    if job.milli_per_pod > largest:
+        where = f"in {', '.join(pools)}" if pools else "in the cluster"
+        return (f"cannot start until a node with {gpus(job.milli_per_pod)} joins: the largest "
+                f"{where} has {gpus(largest)}")  # fmt: skip
+    return None
 
 
 def resolution_for(snapshot: Snapshot, horizon_s: float, minimum_s: float = 60.0,

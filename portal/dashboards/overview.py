@@ -177,7 +177,9 @@ def _job(job: Job, now) -> dict:
         "pending_reason": job.pending_reason,
         "stuck": job.stuck,
         "expected_s": job.expected_s,  # predicted run time (scheduler.predict)
-        "eta": job.eta.isoformat() if job.eta else None,  # predicted start while pending
+        "eta": job.shown_eta.isoformat() if job.shown_eta else None,  # start while pending
+        "eta_kind": job.eta_kind,  # "at", "not_before", "never" or "" (Job.eta_kind)
+        "expected_start": job.expected_start,  # the same in words, with what it rests on
     }
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 
 from portal.core.validators import NAME_MAX, validate_dns_label
+from portal.jobs import eta_text
 from portal.jobs.placement import Pod, decode
 from portal.tenancy.models import Project
 
@@ -135,6 +136,21 @@ class Job(models.Model):
         if not self.holds_gpus or self.expected_end is None or math.isinf(self.expected_end):
             return None
         return datetime.fromtimestamp(self.expected_end, UTC)
+
+    @property
+    def expected_start(self) -> str:
+        """A pending job's expected start in words ("" unless pending), `eta_text`."""
+        if self.status != Status.PENDING:
+            return ""
+        return eta_text.expected_start(self.eta_kind, self.eta, self.eta_note)
+
+    @property
+    def shown_eta(self) -> datetime | None:
+        """A pending job's ETA, never in the past (None unless pending or when it cannot
+        start as submitted)."""
+        if self.status != Status.PENDING:
+            return None
+        return eta_text.shown_eta(self.eta_kind, self.eta)
 
     @property
     def outlived(self) -> bool:

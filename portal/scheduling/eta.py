@@ -38,7 +38,7 @@ from django.utils import timezone
 from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
-from scheduler.eta import estimate_starts, resolution_for
+from scheduler.eta import cannot_start, estimate_starts, lower_bounds, resolution_for
 from scheduler.predict import Bursts, Predictor, Running
 
 logger = logging.getLogger(__name__)
@@ -120,22 +120,54 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
                             expected_end=ends.get(job.key)))  # fmt: skip
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),
                     departments=state.departments, now=now.timestamp())  # fmt: skip
-    starts = estimate_starts(view, eta_policy(policy or current_policy()), horizon_s=HORIZON_S,
-                             resolution_s=resolution_for(view, HORIZON_S))  # fmt: skip
+    eta = eta_policy(policy or current_policy())
+    resolution = resolution_for(view, HORIZON_S)
+    starts = estimate_starts(view, eta, horizon_s=HORIZON_S, resolution_s=resolution)
+    never = {
+        job.key: note
+        for job in view.jobs
+        if not job.running and starts.get(job.key) is None
+        and (note := cannot_start(view, job)) is not None
+    }  # fmt: skip
+    bounds = {}
+    if any(start is None and key not in never for key, start in starts.items()):
+        bounds = lower_bounds(view, eta, horizon_s=HORIZON_S, resolution_s=resolution)
     updates = []
     for key, guess in predicted.items():
         row = state.rows[key]
-        start = starts.get(key)
+        kind, at, note = expected_start(key, starts, bounds, never, clock)
         updates.append(Job(
             pk=row.id,
             expected_s=round(guess.seconds),
             expected_basis=guess.basis[:32],
             expected_end=ends.get(key),
-            eta=datetime.fromtimestamp(start, UTC) if start is not None else None,
+            eta=datetime.fromtimestamp(at, UTC) if at is not None else None,
+            eta_kind=kind,
+            eta_note=note[:200],
         ))  # fmt: skip
-    Job.objects.bulk_update(updates, ["expected_s", "expected_basis", "expected_end", "eta"],
-                               batch_size=500)  # fmt: skip
+    Job.objects.bulk_update(
+        updates,
+        ["expected_s", "expected_basis", "expected_end", "eta", "eta_kind", "eta_note"],
+        batch_size=500,
+    )
     return len(updates)
+
+
+def expected_start(key, starts, bounds, never, now: float) -> tuple[str, float | None, str]:
+    """(kind, time, note) of a job's expected start (`Job.eta_kind`): the simulation's time
+    ("at"), else a reason it can never start as submitted ("never"), else the optimistic
+    simulation's lower bound ("not_before"), else nothing ("": more than `HORIZON_S` of
+    predicted ends ahead). Never before `now`: a start the simulation put at the clock it
+    began from is due now. Running jobs have none."""
+    if key not in starts:
+        return "", None, ""
+    if starts[key] is not None:
+        return "at", max(starts[key], now), ""
+    if key in never:
+        return "never", None, never[key]
+    if bounds.get(key) is not None:
+        return "not_before", max(bounds[key], now), ""
+    return "", None, ""
 
 
 def eta_policy(policy: Policy) -> Policy:

@@ -15,9 +15,11 @@
     if (m) return m + "m " + String(r).padStart(2, "0") + "s";
     return r + "s";
   }
-  function eta(iso) { // "in 12m" from the predicted start; "unknown" when it cannot be told
-    if (!iso) return "unknown";
+  function eta(iso, kind) { // "in 12m"; "≥ 12m" a lower bound; "never as submitted"
+    if (kind === "never") return "cannot start";
+    if (!iso) return "not known";
     const left = (Date.parse(iso) - (Date.now() - skew)) / 1000;
+    if (kind === "not_before") return left <= 60 ? "any time" : "not before " + duration(left);
     return left <= 60 ? "next cycles" : "in " + duration(left);
   }
   const since = (iso) => (Date.now() - skew - Date.parse(iso)) / 1000;
@@ -112,7 +114,7 @@
       el("th", { scope: "row" }, j.name), cell(j.project), cell(gpus(j.gpus * j.pods), "num"),
       el("td", { class: "num", data: { since: j.submitted_at } }, duration(since(j.submitted_at))),
       cell(`${j.queue_position} of ${j.queue_length}`, "num"),
-      cell(eta(j.eta), "num"),
+      el("td", { class: "num", title: j.expected_start || "" }, eta(j.eta, j.eta_kind)),
       cell(j.pending_reason || "waiting for the next scheduling cycle", "reason"))));
     document.getElementById("pending-count").textContent = `(${ov.pending.length})`;
     body.closest(".card").querySelector(".empty").hidden = ov.pending.length > 0;

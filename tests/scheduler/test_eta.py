@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler import Job, Node, PodPlacement, Policy, Project, Snapshot, plan_cycle
-from scheduler.eta import estimate_starts
+from scheduler.eta import cannot_start, estimate_starts, lower_bounds
 
 TEAM = (Project("team-a", 16, order=1),)
 
@@ -107,3 +107,41 @@ def test_eta_is_pure_and_deterministic():
     reordered = replace(snapshot, jobs=snapshot.jobs[::-1])
     assert estimate_starts(snapshot) == estimate_starts(reordered) == estimate_starts(snapshot)
     assert snapshot == queue_snapshot()
+
+
+def test_lower_bounds_take_jobs_with_no_predictable_end_as_ending_now():
+    """The "not before" of issue 24: r1 has outlived its group (infinite outlook), so p1's
+    exact ETA is unknown; if r1 ended now, p1 would start now and p2 after p1's 50 s."""
+    outlived = replace(queue_snapshot().jobs[0], expected_end=float("inf"))
+    jobs = (outlived, running("r2", 2, "n1", (2, 3), None, order=2), *queue_snapshot().jobs[2:])
+    snapshot = Snapshot((Node("n1", 4),), TEAM, jobs, now=500)
+    assert estimate_starts(snapshot) == {("team-a", "p1"): None, ("team-a", "p2"): None}
+    assert lower_bounds(snapshot) == {("team-a", "p1"): 500, ("team-a", "p2"): 500}
+    # With r2 holding its GPUs for a known 1,000 s, p2 waits for p1 (50 s) instead.
+    jobs = (outlived, running("r2", 2, "n1", (2, 3), 1500, order=2), *queue_snapshot().jobs[2:])
+    snapshot = Snapshot((Node("n1", 4),), TEAM, jobs, now=500)
+    assert lower_bounds(snapshot) == {("team-a", "p1"): 500, ("team-a", "p2"): 550}
+
+
+def test_cannot_start_names_the_limit_the_quota_or_the_missing_node():
+    """What no end can change: a total above the limit (R3.1), an interactive job above the
+    quota (R3.2), a pod larger than every node of its pools (it waits for one to join)."""
+    projects = (
+        Project("capped", 8, limit=2),
+        Project("small", 2),
+        Project("pooled", 8, node_pools=("a100",)),
+    )
+    nodes = (Node("n1", 8), Node("a1", 2, pool="a100"))
+    snapshot = Snapshot(nodes, projects)
+    assert cannot_start(snapshot, Job("capped", "j", 3)) == (
+        "cannot start: it asks for 3 GPUs, more than capped's limit of 2 GPUs (R3.1)"
+    )
+    assert cannot_start(snapshot, Job("small", "j", 3, type="interactive")) == (
+        "cannot start: interactive jobs may not exceed small's quota (2 GPUs); this one asks "
+        "for 3 GPUs (R3.2)"
+    )
+    assert cannot_start(snapshot, Job("small", "j", 3)) is None  # a train job may borrow
+    assert cannot_start(snapshot, Job("pooled", "j", 4)) == (
+        "cannot start until a node with 4 GPUs joins: the largest in a100 has 2 GPUs"
+    )
+    assert cannot_start(snapshot, Job("pooled", "j", 1, pods=4)) is None  # pods spread

@@ -30,7 +30,7 @@ ESTIMATE_MAX_S = 365 * 24 * 3600  # a run-time estimate of at most a year
 STORED_AS_SHOWN = frozenset({
     "name", "type", "pods", "priority", "image", "command", "args", "environment", "ports",
     "service_type", "sim_duration_s", "estimate_s", "status", "placement", "pending_reason",
-    "stuck", "expected_s", "expected_basis",
+    "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start",
 })  # fmt: skip
 
 
@@ -154,6 +154,22 @@ class JobSerializer(serializers.ModelSerializer):
     nodes = serializers.SerializerMethodField()
     wait_s = serializers.SerializerMethodField()
     urls = serializers.SerializerMethodField()
+    eta = serializers.DateTimeField(
+        source="shown_eta",
+        read_only=True,
+        allow_null=True,
+        help_text="while pending: when the job is expected to start (eta_kind 'at') or the "
+        "earliest it could ('not_before'); never in the past; null when it cannot be told",
+    )
+    eta_kind = serializers.ChoiceField(
+        choices=["", "at", "not_before", "never"],
+        read_only=True,
+        help_text="what eta is: 'at', 'not_before' (running jobs outlived their predictions), "
+        "'never' (it cannot start as submitted: see expected_start), or '' (not known)",
+    )
+    expected_start = serializers.CharField(
+        read_only=True, help_text="the expected start in words, with what it rests on"
+    )
 
     class Meta:
         model = Job
@@ -187,6 +203,8 @@ class JobSerializer(serializers.ModelSerializer):
             "expected_s",
             "expected_basis",
             "eta",
+            "eta_kind",
+            "expected_start",
             "urls",
         ]
         read_only_fields = [
@@ -200,6 +218,8 @@ class JobSerializer(serializers.ModelSerializer):
             "expected_s",
             "expected_basis",
             "eta",
+            "eta_kind",
+            "expected_start",
         ]
         # The (project, name) uniqueness is a 409 from services.submit_job, not a 400 here.
         validators = []

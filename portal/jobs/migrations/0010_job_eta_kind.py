@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0009_job_expected_end'),
+        ("jobs", "0009_job_expected_end"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='eta_kind',
-            field=models.CharField(blank=True, default='', max_length=16),
+            model_name="job",
+            name="eta_kind",
+            field=models.CharField(blank=True, default="", max_length=16),
         ),
         migrations.AddField(
-            model_name='job',
-            name='eta_note',
-            field=models.CharField(blank=True, default='', max_length=200),
+            model_name="job",
+            name="eta_note",
+            field=models.CharField(blank=True, default="", max_length=200),
         ),
     ]

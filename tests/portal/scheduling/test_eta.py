@@ -4,11 +4,13 @@ and `allot get`."""
 
 from __future__ import annotations
 
+import html
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.core.cache import cache
+from django.utils import timezone
 
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import Job, Status
@@ -131,11 +133,13 @@ def test_running_jobs_count_as_long_as_they_have_run_and_carry_their_predicted_e
     browser.force_login(cluster_admin)
     page = browser.get("/jobs/team-a/long-1/").content.decode()
     assert "Predicted end" in page and "from finished jobs like it and how long it has run" in page
-    # Past every finished run: no predictable end, and so no ETA for `next`.
+    # Past every finished run: no predictable end, and so no exact ETA for `next`, only the
+    # lower bound "if they ended now" (issue 24: never "unknown" for that).
     clock.advance(1000)
     eta.refresh(now=clock.now)
     assert busy.job("team-a", "long-1").expected_end == math.inf
-    assert busy.job("team-a", "next").eta is None
+    waiting = busy.job("team-a", "next")
+    assert (waiting.eta_kind, waiting.eta) == ("not_before", clock.now)
     page = browser.get("/jobs/team-a/long-1/").content.decode()
     assert "unknown: it has run longer than the finished jobs like it" in page
 
@@ -238,3 +242,89 @@ def test_with_allot_backfill_the_cycle_holds_a_long_job_for_a_waiting_gang(clust
     short = cluster.job("team-a", "short")
     assert short.status == Status.CONTAINER_CREATING and short.backfilled
     assert cluster.job("team-a", "gang").status == Status.PENDING
+
+
+def test_when_running_jobs_outlive_their_predictions_the_etas_are_lower_bounds(
+    busy, clock, api, cluster_admin
+):
+    """Issue 24 item 2: 18 jobs showed "unknown" for a minute because the running jobs had
+    outlived their predictions. Now each says the earliest it could start: `next` if the
+    outlived jobs ended now, `after` one predicted run of `next` later; never in the past."""
+    busy.submit("team-a", "after", 8)
+    busy.settle()
+    clock.advance(5000)  # past 4,200 s, the longest finished run: no predictable end
+    eta.refresh(now=clock.now)
+    waiting, after = busy.job("team-a", "next"), busy.job("team-a", "after")
+    assert busy.job("team-a", "long-1").outlived
+    assert (waiting.eta_kind, waiting.eta) == ("not_before", clock.now)
+    assert after.eta_kind == "not_before"
+    assert after.eta == clock.now + timedelta(seconds=waiting.expected_s)
+    body = api(cluster_admin).get("/api/v1/jobs/team-a/after/").json()
+    assert body["eta_kind"] == "not_before"
+    assert body["expected_start"].startswith("not before ")
+    assert "it waits on running jobs that have run longer than predicted" in body["expected_start"]
+    assert "unknown" not in body["expected_start"]
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/next/").content.decode()
+    # (the test's clock runs ahead of the wall clock the page reads, so it is a time here)
+    assert "it waits on running jobs that have run longer than predicted" in page
+
+
+def test_an_eta_is_never_shown_in_the_past(busy, clock, api, cluster_admin):
+    """An ETA written by the last refresh goes stale until the next one: at 08:08:50 a job
+    said "08:07 (0 minutes from now)". A start that is due says so, and the API's `eta` is
+    never earlier than the moment it answers."""
+    eta.refresh(now=clock.now)
+    Job.objects.filter(name="next").update(eta=timezone.now() - timedelta(minutes=2))
+    body = api(cluster_admin).get("/api/v1/jobs/team-a/next/").json()
+    assert body["eta_kind"] == "at"
+    assert datetime.fromisoformat(body["eta"].replace("Z", "+00:00")) >= timezone.now() - timedelta(
+        seconds=5
+    )
+    assert body["expected_start"] == "any moment now: the next cycles should start it"
+    overview = build_full_overview()["pending"]
+    assert overview[0]["expected_start"] == body["expected_start"]
+
+
+def test_a_job_that_can_never_start_as_submitted_says_so(cluster, clock, api, cluster_admin):
+    """Interactive, 3 GPUs, quota 2: it used to "wait on jobs whose run time cannot be
+    predicted yet"; it can never start as submitted (R3.2), and the ETA says that."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-b", 2)
+    cluster.submit("team-b", "notebook", 3, type="interactive")
+    cluster.settle()
+    eta.refresh(now=clock.now)
+    job = cluster.job("team-b", "notebook")
+    assert (job.status, job.eta_kind, job.eta) == (Status.PENDING, "never", None)
+    text = (
+        "cannot start: interactive jobs may not exceed team-b's quota (2 GPUs); this one asks "
+        "for 3 GPUs (R3.2)"
+    )
+    body = api(cluster_admin).get("/api/v1/jobs/team-b/notebook/").json()
+    assert (body["expected_start"], body["eta"], body["eta_kind"]) == (text, None, "never")
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    assert text in html.unescape(browser.get("/jobs/team-b/notebook/").content.decode())
+
+
+def test_a_default_prediction_says_it_is_a_guess(cluster, clock, cluster_admin):
+    """With no finished job it said "1 h 0 min (from finished jobs: default)"."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 8)
+    cluster.submit("team-a", "whole", 8)
+    cluster.settle()
+    cluster.submit("team-a", "next", 8)
+    cluster.settle()
+    eta.refresh(now=clock.now)
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(cluster_admin)
+    page = browser.get("/jobs/team-a/next/").content.decode()
+    assert "(a default guess: no finished job like it yet)" in page
+    assert "from finished jobs: default" not in page
