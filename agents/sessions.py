@@ -32,11 +32,13 @@ the portal's (issue 22).
   before a session starts (files 0600, directories 0700, or 0711 on the way to the sessions);
   one that cannot be closed is a refusal.
 
-Each server runs under a small watchdog (`python -I agents/sessions.py --parent PID -- COMMAND`,
-as the session's user) that prepares the home, then ends the server when the portal process
-that started it is gone, so stopping `make run` leaves no stray Jupyter behind; the next cycle of
-a new portal process starts again the sessions the database still holds. The watchdog runs this
-file as a script, so this module imports the standard library only.
+Each server runs under a small watchdog (`agents/watchdog.py`, as the session's user) that
+prepares the home, then ends the server when the portal process that started it is gone, so
+stopping `make run` leaves no stray Jupyter behind; the next cycle of a new portal process starts
+again the sessions the database still holds. The watchdog's text is passed to `python -I -c`, so
+a session needs nothing of the portal's files nor its import path: it starts the same from a
+venv with `requirements.txt` only and the project on no path (the image's /app), an editable
+install, or a tree the sessions' users may not read (issue 24).
 
 A session is described by a small JSON file in `directory` (port, token, pid), written when the
 server starts and removed when it stops, so every process of the portal on this machine (the web
@@ -49,6 +51,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import pwd
@@ -67,9 +70,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.watchdog import alive as _alive
+
 JUPYTER_PORT = 8888
 USER_PREFIX = "allot-"  # a session's system user: the prefix and 12 hex digits (`session_user`)
-WATCHDOG = Path(__file__).resolve()
+# The watchdog's own source, run with `python -I -c`: it needs no file of the portal's
+WATCHDOG_SOURCE = Path(__file__).with_name("watchdog.py").read_text()
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"  # where useradd and userdel live
 NOLOGIN = next((p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exists()),
@@ -77,6 +83,11 @@ NOLOGIN = next((p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exi
 # Temporary files a session's user left in these shared places go with the user, so a later
 # session that is given the same uid finds nothing of this one.
 SHARED_TEMP = ("/tmp", "/var/tmp", "/dev/shm")
+# useradd's exits worth another try: 1 "cannot lock /etc/passwd" and 10 the same of /etc/group
+# (other processes hold the locks for seconds on a busy machine), 4 and 9 a uid or name another
+# useradd took meanwhile. A session waits for them rather than fails.
+USERADD_BUSY = (1, 4, 9, 10)
+ACCOUNT_PATIENCE_S = 60.0
 _accounts = threading.Lock()  # one useradd / userdel at a time from this process
 Environment = Mapping[str, str] | Iterable[tuple[str, str]]  # a job's variables
 
@@ -283,7 +294,7 @@ class LocalSessions:
         user = account.pw_name if account else _username(os.geteuid())
         as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if (
             account) else {}  # fmt: skip
-        watchdog = [self.python, "-I", str(WATCHDOG), "--parent", str(os.getpid()), "--"]
+        watchdog = [self.python, "-I", "-c", WATCHDOG_SOURCE, "--parent", str(os.getpid()), "--"]
         server = [
             *self.command,
             "--no-browser",
@@ -292,6 +303,7 @@ class LocalSessions:
             f"--ServerApp.base_url={base_url}",
             f"--ServerApp.root_dir={home / 'work'}",
             "--ServerApp.allow_remote_access=True",
+            "--ServerApp.port_retries=0",  # a server on another port than ours is unreachable
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             "--ServerApp.terminals_enabled=False",
@@ -400,8 +412,8 @@ def _account(user: str, home: Path, project: str, name: str) -> pwd.struct_passw
     comment = re.sub(r"[^A-Za-z0-9._/ -]", "-", f"Allot session {project}/{name}")
     command = ["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
                str(home), "--shell", NOLOGIN, "--comment", comment, user]  # fmt: skip
-    why = ""
-    for attempt in range(5):  # another process may hold /etc/passwd's lock for a moment
+    why, deadline = "", time.monotonic() + ACCOUNT_PATIENCE_S
+    for attempt in itertools.count():  # another process may hold /etc/passwd's lock a while
         try:
             with _accounts:
                 done = subprocess.run(command, capture_output=True, text=True,
@@ -412,7 +424,9 @@ def _account(user: str, home: Path, project: str, name: str) -> pwd.struct_passw
         if found is not None:
             return found
         why = done.stderr.strip() or f"useradd exited with {done.returncode}"
-        time.sleep(0.2 * (attempt + 1))
+        if done.returncode not in USERADD_BUSY or time.monotonic() > deadline:
+            break
+        time.sleep(min(0.2 * (attempt + 1), 2.0))
     raise SessionNotStarted(f"could not create the session's user {user}: {why}")
 
 
@@ -502,42 +516,11 @@ def _open_private(path: Path):
     return open(descriptor, "ab")
 
 
-def _prepare_home() -> None:
-    """In the session's home (the working directory), as the session's user: the notebooks'
-    folder, a temporary folder of its own, and no "get Jupyter news?" prompt (the server has no
-    internet and the user came to work). Relative paths: they work wherever the home is."""
-    for folder in ("work", "tmp"):
-        Path(folder).mkdir(mode=0o700, exist_ok=True)
-    folder = Path(".jupyter", "lab", "user-settings", "@jupyterlab", "apputils-extension")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-
-
 def _load(path: Path) -> Session | None:
     try:
         return Session(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):
-        done, _ = os.waitpid(pid, os.WNOHANG)  # reap our own child if it exited
-        if done == pid:
-            return False
-    try:  # someone else's exited child waits to be reaped: a zombie is not alive
-        with open(f"/proc/{pid}/stat") as stat_file:
-            return stat_file.read().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return True
 
 
 def _terminate(pid: int, grace_s: float) -> None:
@@ -557,30 +540,3 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def watch(parent: int, command: list[str], poll_s: float = 1.0) -> int:
-    """Run `command` while process `parent` lives; end it (SIGTERM, then SIGKILL) when the
-    parent is gone; exit with the command's status when it ends by itself."""
-    child = subprocess.Popen(command)
-    signal.signal(signal.SIGTERM, lambda *_: (child.terminate(), sys.exit(143)))
-    while True:
-        try:
-            return child.wait(timeout=poll_s)
-        except subprocess.TimeoutExpired:
-            pass
-        if not _alive(parent) or os.getppid() == 1:
-            child.terminate()
-            try:
-                return child.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                return child.wait()
-
-
-if __name__ == "__main__":
-    _, flag, parent_pid, separator, *rest = sys.argv
-    if flag != "--parent" or separator != "--" or not rest:
-        sys.exit("usage: python -I agents/sessions.py --parent PID -- COMMAND ...")
-    _prepare_home()
-    sys.exit(watch(int(parent_pid), rest))
