@@ -261,6 +261,8 @@ def submit(name, from_file, project, image, gpus, pods, interactive, command, ar
     client = api()
     job = client.call("POST", "jobs/", json=body)
     click.echo(f"The job '{job['name']}' has been submitted successfully ({job['status']}).")
+    for warning in job.get("warnings") or []:  # accepted, but it will wait (issue 24 item 10)
+        click.echo(f"Warning: {warning}", err=True)
     if wait:
         wait_for_start(client, job, timeout)
     else:

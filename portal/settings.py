@@ -439,6 +439,10 @@ LOGOUT_REDIRECT_URL = "/login/"
 # The largest request body (Django's DATA_UPLOAD_MAX_MEMORY_SIZE): the API answers a larger one
 # with a JSON 400 under `body`, and bounds its JSON's nesting (portal/api/parsers.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("ALLOT_MAX_BODY_BYTES", 2_621_440, minimum=1024)
+# GPUs one pod may ask for. A pod larger than every node today is accepted and waits for a node
+# to join (issue 24 item 10); only more than any node type has is refused: DGX/HGX have 8, a
+# handful of servers 16.
+ALLOT_MAX_GPUS_PER_POD = envint("ALLOT_MAX_GPUS_PER_POD", 64, minimum=1)
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad token a 401, not a 403

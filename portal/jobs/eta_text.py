@@ -27,9 +27,9 @@ def in_words(seconds: float) -> str:
 
 
 def clock(at: datetime, now: datetime) -> str:
-    """'12:40' today, '27 Nov 12:40' another day, in the portal's time zone."""
+    """'12:40 UTC' today, '27 Nov 12:40 UTC' another day, in the portal's time zone."""
     local, today = timezone.localtime(at), timezone.localtime(now)
-    return f"{local:%H:%M}" if local.date() == today.date() else f"{local:%d %b %H:%M}"
+    return f"{local:%H:%M %Z}" if local.date() == today.date() else f"{local:%d %b %H:%M %Z}"
 
 
 def expected_start(kind: str, eta: datetime | None, note: str, now: datetime | None = None) -> str:

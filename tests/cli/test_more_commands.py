@@ -203,6 +203,24 @@ def test_submit_wait_gives_up_saying_why_the_job_waits(allot):  # noqa: F811
     assert f"job team-a/big is still Pending after 3 s: {reason}" in done.stderr
 
 
+def test_submit_of_a_pod_larger_than_every_node_warns_and_the_job_waits(allot):  # noqa: F811
+    """Issue 24 item 10: accepted with a warning, not refused; `allot get` says what it waits
+    for once the ETA refresh ran."""
+    done = allot("submit", "nine", "-p", "team-a", "-g", "9")
+    assert done.returncode == 0, done.stderr
+    assert "has been submitted successfully (Pending)" in done.stdout
+    assert (
+        "Warning: no node has 9 GPUs today (the largest has 8): the job waits until one joins"
+        in (done.stderr)
+    )
+    from portal.scheduling import eta
+
+    settle()
+    eta.refresh()
+    shown = allot("get", "nine", "-p", "team-a")
+    assert "cannot start until a node with 9 GPUs joins" in shown.stdout, shown.stdout
+
+
 def test_submit_wait_stops_with_the_reason_when_the_job_fails(allot):  # noqa: F811
     def fail_soon():
         try:
@@ -272,4 +290,5 @@ def test_get_shows_a_pending_jobs_expected_start_and_predicted_run_time(allot): 
     assert "EXPECTED START: " in shown and "PREDICTED RUN TIME: 1h00m (default)" in shown
     job = Job.objects.get(name="after")
     assert job.eta is not None
-    assert re.search(rf"EXPECTED START: {job.eta:%Y-%m-%d %H:%M} UTC \(in (59m|1h00m)\)", shown)
+    assert re.search(rf"EXPECTED START: {job.eta:%H:%M} UTC \(in (59 min|1 h 00 min)\), from the "
+                     "predicted run times of the jobs it waits for", shown), shown  # fmt: skip

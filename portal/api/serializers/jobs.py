@@ -6,6 +6,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
+from django.conf import settings
 from django.db.models import Max, Sum
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -154,6 +155,10 @@ class JobSerializer(serializers.ModelSerializer):
     nodes = serializers.SerializerMethodField()
     wait_s = serializers.SerializerMethodField()
     urls = serializers.SerializerMethodField()
+    warnings = serializers.SerializerMethodField(
+        help_text="in the answer to a submission: what was accepted but will keep the job "
+        "waiting (no node large enough today); empty otherwise"
+    )
     eta = serializers.DateTimeField(
         source="shown_eta",
         read_only=True,
@@ -206,6 +211,7 @@ class JobSerializer(serializers.ModelSerializer):
             "eta_kind",
             "expected_start",
             "urls",
+            "warnings",
         ]
         read_only_fields = [
             "status",
@@ -253,6 +259,9 @@ class JobSerializer(serializers.ModelSerializer):
     def get_nodes(self, job: Job) -> list[str]:
         return job.nodes
 
+    def get_warnings(self, job: Job) -> list[str]:
+        return self.context.get("warnings", {}).get((job.project.name, job.name), [])
+
     def get_wait_s(self, job: Job) -> float:
         """Seconds from submission to the current run's start (or to now while pending)."""
         end = job.started_at or job.finished_at or timezone.now()
@@ -294,8 +303,11 @@ class JobSerializer(serializers.ModelSerializer):
         return volumes
 
     def validate(self, attrs: dict) -> dict:
-        """A pod must fit on the largest node and the whole job in the whole cluster (issue 22
-        item 8); whether there is room today is the scheduler's question, not a 400."""
+        """A job no cluster could run is a 400: a pod above `ALLOT_MAX_GPUS_PER_POD`, or pods
+        that together need more GPUs than the whole cluster has (issue 22 item 8). A pod larger
+        than every node today is accepted with a warning and waits for a node to join (issue 24
+        item 10: nodes come and go, as in Run:AI and KAI); whether there is room today is the
+        scheduler's question, not a 400."""
         if "cluster_gpus" not in self.context:  # once per request, however many jobs
             self.context["cluster_gpus"] = Node.objects.aggregate(
                 largest=Max("gpus"), total=Sum("gpus")
@@ -303,15 +315,24 @@ class JobSerializer(serializers.ModelSerializer):
         largest = self.context["cluster_gpus"]["largest"] or 0
         total = self.context["cluster_gpus"]["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)
-        if gpus > largest:
-            raise serializers.ValidationError(
-                {"gpus": [f"no node has {float(gpus):g} GPUs (the largest node has {largest})"]}
-            )
-        if gpus * pods > total:
+        cap = settings.ALLOT_MAX_GPUS_PER_POD
+        if gpus > cap:
+            raise serializers.ValidationError({"gpus": [
+                f"{float(gpus):g} GPUs in one pod: no node type has that many (at most {cap}, "
+                "ALLOT_MAX_GPUS_PER_POD)"
+            ]})  # fmt: skip
+        if pods > 1 and gpus * pods > total:
             raise serializers.ValidationError({"pods": [
                 f"{pods} pods of {float(gpus):g} GPUs need {float(gpus * pods):g} GPUs, more "
                 f"than the whole cluster has ({total})"
             ]})  # fmt: skip
+        if gpus > largest:
+            project = attrs.get("project")
+            key = (getattr(project, "name", project), attrs.get("name"))
+            self.context.setdefault("warnings", {})[key] = [
+                f"no node has {float(gpus):g} GPUs today (the largest has {largest}): the job "
+                "waits until one joins"
+            ]
         return attrs
 
 

@@ -44,8 +44,8 @@ def test_it_rejects_fractions_finer_than_a_hundredth(client):
     assert_rejected(post(client, gpus=0.333), 400, "gpus", "0.01")
 
 
-def test_it_rejects_more_gpus_than_the_largest_node(client):
-    assert_rejected(post(client, gpus=9), 400, "gpus", "largest node has 8")
+def test_it_rejects_more_gpus_in_one_pod_than_any_node_type_has(client):
+    assert_rejected(post(client, gpus=65), 400, "gpus", "no node type has that many (at most 64")
 
 
 def test_it_rejects_gpus_as_a_string(client):
@@ -57,7 +57,7 @@ def test_it_rejects_a_numeric_string_for_gpus(client):
 
 
 def test_it_rejects_1e308_gpus(client):
-    assert_rejected(post(client, gpus=1e308), 400, "gpus", "largest node")
+    assert_rejected(post(client, gpus=1e308), 400, "gpus", "no node type has that many")
 
 
 def test_it_rejects_boolean_gpus(client):

@@ -95,3 +95,30 @@ def test_a_bulk_submission_names_the_job_too_large(api, member, nodes):
     assert response.status_code == 400
     assert "more than the whole cluster has (16)" in str(response.json())
     assert not Job.objects.exists()
+
+
+def test_a_pod_larger_than_every_node_today_is_accepted_waits_and_says_why(
+    api, member, nodes, cluster_admin
+):
+    """Issue 24 item 10: nodes come and go (maintenance, a new DGX arriving), so a 9-GPU pod
+    on two 8-GPU nodes is accepted, as Run:AI and KAI accept it, with a warning; it stays
+    Pending and its expected start says what it waits for. Only a pod larger than any node type
+    (`ALLOT_MAX_GPUS_PER_POD`) is a 400."""
+    response = api(member).post(JOBS, job(name="big", gpus=9), format="json")
+    assert response.status_code == 201, response.content
+    assert response.json()["warnings"] == [
+        "no node has 9 GPUs today (the largest has 8): the job waits until one joins"
+    ]
+    from portal.scheduling import eta
+    from portal.scheduling.settle import settle
+
+    settle()
+    eta.refresh()
+    shown = api(member).get(f"{JOBS}team-a/big/").json()
+    assert shown["status"] == "Pending" and shown["warnings"] == []
+    assert shown["expected_start"] == (
+        "cannot start until a node with 9 GPUs joins: the largest in the cluster has 8 GPUs"
+    )
+    refused = api(member).post(JOBS, job(name="absurd", gpus=65), format="json")
+    assert refused.status_code == 400
+    assert "no node type has that many" in str(refused.json()["gpus"])
