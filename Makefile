@@ -16,10 +16,22 @@ $(STAMP): requirements.txt requirements-dev.txt
 # The embedded default: SQLite in var/, in-memory channel layer, the cycle and the simulated
 # agent inside the web process. No Docker, PostgreSQL or Redis.
 # One person's trial: Jupyter sessions may run as your own user (not root: README, "Security").
+# `make run PORT=8123 HOST=0.0.0.0` serves elsewhere; users get the portal's own error pages
+# (DEBUG=0 over plain HTTP, a secret key kept in var/secret_key); `make run DEBUG=1` is the
+# developer's switch to Django's debug pages.
+PORT ?= 8000
+HOST ?= 127.0.0.1
+DEBUG ?= 0
+ALLOWED_HOSTS ?= 127.0.0.1,localhost,$(HOST)
+RUN_ENV := DEBUG=$(DEBUG) ALLOWED_HOSTS=$(ALLOWED_HOSTS) SECRET_KEY_FILE=var/secret_key \
+	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 SECURE_HSTS_SECONDS=0
 run: $(STAMP)
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py bootstrap
-	ALLOT_SESSIONS_SINGLE_USER=1 $(PY) manage.py runserver --noreload 127.0.0.1:8000
+	@mkdir -p var && test -s var/secret_key || (umask 077 && $(PY) -c \
+		"import secrets; print(secrets.token_urlsafe(50))" > var/secret_key)
+	@$(RUN_ENV) $(PY) manage.py migrate --noinput --verbosity 0
+	@$(RUN_ENV) $(PY) manage.py collectstatic --noinput --verbosity 0
+	@$(RUN_ENV) $(PY) manage.py bootstrap --url http://$(HOST):$(PORT)/
+	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -18,6 +18,8 @@ from django.conf import settings
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
 CYCLE_TASK = "portal.scheduling.tasks.run_cycle"  # named, so beat needs no import of the app
+AUDIT_PRUNE_TASK = "portal.audit.tasks.prune_audit_log"
+AUDIT_PRUNE_PERIOD_S = 3600.0  # entries past ALLOT_AUDIT_RETENTION_DAYS go within the hour
 # Longer than any countdown (the webhook back-off's last wait) plus a task's run, else a message
 # held for its countdown would be handed out twice; not the hour of kombu's default.
 VISIBILITY_TIMEOUT_S = max([0.0, *settings.ALLOT_WEBHOOK_BACKOFF_S]) + 240
@@ -128,5 +130,10 @@ app.conf.beat_schedule = {
         "task": CYCLE_TASK,
         "schedule": CYCLE_PERIOD_S,
         "options": {"expires": CYCLE_PERIOD_S * 0.75},
+    },
+    "audit-retention": {
+        "task": AUDIT_PRUNE_TASK,
+        "schedule": AUDIT_PRUNE_PERIOD_S,
+        "options": {"expires": AUDIT_PRUNE_PERIOD_S * 0.75},
     },
 }

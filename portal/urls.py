@@ -22,3 +22,9 @@ urlpatterns = [
     path("healthz/", healthz, name="healthz"),
     path("", include("portal.web.urls")),
 ]
+
+# Error pages in the portal's layout (used when DEBUG is off, as `make run` serves users).
+handler400 = "portal.web.errors.bad_request"
+handler403 = "portal.web.errors.permission_denied"
+handler404 = "portal.web.errors.not_found"
+handler500 = "portal.web.errors.server_error"

@@ -1,31 +1,19 @@
 """Who is signing in: the client's real address, and what a locked-out client is told.
 
-One rule finds the address for every door - DRF's throttles (NUM_PROXIES) and django-axes'
-lockouts (AXES_CLIENT_IP_CALLABLE) - from one setting, ALLOT_TRUSTED_PROXIES: the number of
-reverse proxies in front of the portal that append the address they saw to X-Forwarded-For.
-0 (the default) ignores the header: the address is the socket's peer, REMOTE_ADDR. Before issue
-22 (item 3) the login throttle keyed on the header as sent, so a new value each try was never
-throttled.
+One rule (`portal.core.addresses.client_address`) finds the address for every door - DRF's
+throttles (NUM_PROXIES), django-axes' lockouts (AXES_CLIENT_IP_CALLABLE) and the audit log - from
+one setting, ALLOT_TRUSTED_PROXIES: the number of reverse proxies in front of the portal that
+append the address they saw to X-Forwarded-For. 0 (the default) ignores the header: the address
+is the socket's peer, REMOTE_ADDR. Before issue 22 (item 3) the login throttle keyed on the
+header as sent, so a new value each try was never throttled.
 """
 
 from __future__ import annotations
 
-import ipaddress
-
 from django.conf import settings
-from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
+from rest_framework.throttling import ScopedRateThrottle
 
-
-def client_address(request) -> str | None:
-    """The client's address: X-Forwarded-For's entry written by the outermost trusted proxy
-    (DRF's rule under NUM_PROXIES), REMOTE_ADDR without trusted proxies, or REMOTE_ADDR when the
-    header holds no address there (a proxy that forwards without appending)."""
-    address = BaseThrottle().get_ident(request)
-    try:
-        ipaddress.ip_address(address or "")
-    except ValueError:
-        return request.META.get("REMOTE_ADDR")
-    return address
+from portal.core.addresses import client_address
 
 
 class LoginThrottle(ScopedRateThrottle):

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from portal.api.views.audit import AuditList
 from portal.api.views.cluster import NodeDetail, NodeList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
@@ -55,5 +56,6 @@ urlpatterns = [
     path("auth/token/", ObtainToken.as_view(), name="auth-token"),
     path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),
     path("overview/", Overview.as_view(), name="overview"),
+    path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from portal.audit import services as audit
 from portal.cluster.models import Node
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
@@ -36,6 +37,7 @@ def create_node(**fields) -> Node:
             if Node.objects.filter(name=name).exists():
                 raise conflict("name", f"a node named {name!r} already exists")
             node = Node.objects.create(**fields)
+            audit.record("node.created", node, changes=audit.diff({}, fields))
             request_cycle_on_commit()
     except IntegrityError:
         raise conflict("name", f"a node named {name!r} already exists") from None
@@ -47,9 +49,11 @@ def update_node(node: Node, **fields) -> Node:
     with transaction.atomic():
         if "gpus" in fields and fields["gpus"] <= highest_device_in_use(node.name):
             raise conflict("gpus", f"jobs hold device {highest_device_in_use(node.name)}")
+        before = audit.snapshot(node, fields)
         for key, value in fields.items():
             setattr(node, key, value)
         node.save()
+        audit.record_changes(node, before, {"node.changed": None})  # cordon, pool, GPUs, ...
         request_cycle_on_commit()
     return node
 
@@ -61,5 +65,6 @@ def delete_node(node: Node) -> None:
         if busy:
             names = ", ".join(str(job) for job in busy[:5])
             raise conflict("name", f"jobs run on {node.name}: {names}")
+        audit.record("node.deleted", node)
         node.delete()
         request_cycle_on_commit()

@@ -11,6 +11,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
@@ -48,6 +49,7 @@ def submit_job(user, project: Project, **fields) -> Job:
             job = Job.objects.create(project=project, user=user, status=Status.PENDING, **fields)
             who = user.get_username() if user else "someone"
             record_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
+            audit.record("job.submitted", job, note=_shape(job))
             request_cycle_on_commit()
     except IntegrityError:
         raise conflict("name", f"a job named {name!r} already exists in {project.name}") from None
@@ -73,6 +75,7 @@ def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
                 new_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
                 for job in jobs
             )
+            audit.record_many("job.submitted", jobs, note="bulk submission")
             request_cycle_on_commit()
     except IntegrityError:  # a concurrent submission took a name between check and insert
         raise conflict("jobs", "a job of this batch was submitted meanwhile; retry") from None
@@ -103,6 +106,7 @@ def stop_job(job: Job, user=None) -> None:
         who = user.get_username() if user else "the system"
         freed = f"; freed {locked.allocated_gpus:g} GPUs" if locked.holds_gpus else ""
         record_event(locked, "deleted", f"deleted by {who} while {locked.status}{freed}")
+        audit.record("job.deleted", locked, changes={"status": [locked.status, None]})
         locked.delete()
         request_cycle_on_commit()
 

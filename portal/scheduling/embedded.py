@@ -15,6 +15,7 @@ import threading
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from portal.audit.retention import prune_if_due
 from portal.core.trigger import cycle_wanted
 from portal.scheduling.cycle import run_cycle
 from portal.scheduling.publish import owed_in
@@ -65,6 +66,10 @@ def _loop() -> None:
             run_cycle(wait=True)
         except Exception:  # keep the timer alive; the next tick retries from the database
             logger.exception("embedded scheduling cycle failed")
+        try:
+            prune_if_due()  # the audit log's retention, hourly (Celery beat's task in production)
+        except Exception:
+            logger.exception("audit log pruning failed")
         finally:
             close_old_connections()
     connection.close()

@@ -14,6 +14,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from rest_framework.authtoken.models import Token
 
+from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
 from portal.tenancy.models import Membership, Project
@@ -27,19 +28,27 @@ def create_project(**fields) -> Project:
             if Project.objects.filter(name=name).exists():
                 raise conflict("name", f"a project named {name!r} already exists")
             project = Project.objects.create(**fields)
+            audit.record("project.created", project, changes=audit.diff({}, fields))
             request_cycle_on_commit()
     except IntegrityError:
         raise conflict("name", f"a project named {name!r} already exists") from None
     return project
 
 
+# What the audit log calls a project's change: its GPU quota, weight and limit, or the rest
+PROJECT_AUDIT = {"project.quota_changed": ("quota", "over_quota_weight", "limit"),
+                 "project.limits_changed": None}  # fmt: skip
+
+
 def update_project(project: Project, **fields) -> Project:
     """Change a project's quota, weight, limit, pools or time limit (the name stays)."""
     with transaction.atomic():
+        before = audit.snapshot(project, fields)
         for key, value in fields.items():
             setattr(project, key, value)
         if fields:  # only the given columns: `fair_share` belongs to the cycle
             project.save(update_fields=list(fields))
+            audit.record_changes(project, before, PROJECT_AUDIT)
             request_cycle_on_commit()
     return project
 
@@ -50,6 +59,7 @@ def delete_project(project: Project) -> None:
         count = project.jobs.count()
         if count:
             raise conflict("name", f"project {project.name} still has {count} job(s)")
+        audit.record("project.deleted", project)
         project.delete()
         request_cycle_on_commit()
 
@@ -60,14 +70,18 @@ def add_member(project: Project, user, role: str) -> Membership:
         with transaction.atomic():
             if Membership.objects.filter(project=project, user=user).exists():
                 raise conflict("username", f"{user.get_username()} is already a member")
-            return Membership.objects.create(project=project, user=user, role=role)
+            membership = Membership.objects.create(project=project, user=user, role=role)
+            audit.record("membership.added", membership, changes={"role": [None, role]})
+            return membership
     except IntegrityError:
         raise conflict("username", f"{user.get_username()} is already a member") from None
 
 
 def remove_member(membership: Membership) -> None:
     """Take a user out of a project (their jobs stay)."""
-    membership.delete()
+    with transaction.atomic():
+        audit.record("membership.removed", membership, changes={"role": [membership.role, None]})
+        membership.delete()
 
 
 def create_user(
@@ -88,16 +102,21 @@ def create_user(
         with transaction.atomic():
             if users.filter(username=username).exists():
                 raise taken
-            return users.create_user(username=username, password=password, email=email,
+            user = users.create_user(username=username, password=password, email=email,
                                      is_staff=is_staff, is_superuser=is_superuser)  # fmt: skip
+            audit.record("user.created", user, changes={"email": [None, email],
+                         "is_staff": [None, is_staff]})  # fmt: skip
+            return user
     except IntegrityError:  # a concurrent request took the name between check and insert
         raise taken from None
 
 
 def set_password(user: AbstractBaseUser, password: str) -> None:
     """Store `user`'s new password (already checked by the caller); their API token stays."""
-    user.set_password(password)
-    user.save(update_fields=["password"])
+    with transaction.atomic():
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        audit.record("user.changed", user, changes={"password": ["(hidden)", "(new)"]})
 
 
 def issue_token(user: AbstractBaseUser, *, replace: bool = False) -> tuple[Token, bool]:

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from portal.web import admin_pages, job_pages, sessions, views
+from portal.web import admin_pages, audit_pages, job_pages, sessions, views
 
 SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 
@@ -33,6 +33,7 @@ urlpatterns = [
     path("nodes/", admin_pages.nodes, name="nodes"),
     path("nodes/<str:name>/", admin_pages.node_update, name="node-update"),
     path("users/", admin_pages.users, name="users"),
+    path("audit/", audit_pages.audit_log, name="audit"),
     path("users/<str:username>/password/", admin_pages.user_password, name="user-password"),
     path("jobs/", job_pages.jobs, name="jobs"),
     path("jobs/new/", job_pages.job_new, name="job-new"),

@@ -91,6 +91,9 @@ def server(transactional_db, tmp_path, settings, request, sessions_dir, session_
     )  # fmt: skip
     if eta is not None:
         env["ALLOT_ETA_INTERVAL_S"] = str(eta.args[0])
+    env |= getattr(request.module, "SERVER_ENV", {})
+    if env["DEBUG"] == "0":  # no finders then: WhiteNoise serves what collectstatic gathered
+        env["STATIC_ROOT"] = str(request.getfixturevalue("collected_static"))
     env.pop("REDIS_URL", None)
     server = Server(_free_port(), env, tmp_path / "daphne.log")
     server.start()
@@ -99,6 +102,24 @@ def server(transactional_db, tmp_path, settings, request, sessions_dir, session_
     sessions = LocalSessions(sessions_dir)
     for session in sessions.all():  # like pods, sessions outlive the web process: end them
         sessions.stop(session.project, session.name)
+
+
+# A test module's SERVER_ENV = USER_MODE serves the portal as `make run` serves users: DEBUG off
+# (the portal's own error pages) over plain HTTP.
+USER_MODE = {
+    "DEBUG": "0", "SECRET_KEY": "browser-tests-" + "x" * 40, "SECURE_SSL_REDIRECT": "0",
+    "SESSION_COOKIE_SECURE": "0", "CSRF_COOKIE_SECURE": "0", "SECURE_HSTS_SECONDS": "0",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def collected_static(tmp_path_factory) -> Path:
+    """The static files gathered once, as `make run` does, for a portal with DEBUG off."""
+    root = tmp_path_factory.mktemp("static")
+    env = dict(os.environ, STATIC_ROOT=str(root), PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT,
+                   env=env, check=True, timeout=120)  # fmt: skip
+    return root
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ projects, so running it again is safe. Migrations themselves create no nodes or 
 from __future__ import annotations
 
 import secrets
+import sys
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -25,26 +27,46 @@ TR4858_PROJECTS = [("team-a", 4), ("team-b", 2), ("team-c", 2), ("team-d", 8)]
 class Command(BaseCommand):
     help = "Create the admin, two simulated DGX-1 nodes and the four TR-4858 projects if empty."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--url", default="http://127.0.0.1:8000/",
+                            help="Where the portal will answer, for the sign-in line.")  # fmt: skip
+
     def handle(self, *args, **options):
         with transaction.atomic():
-            self._admin()
+            sign_in = self._admin(options["url"])
             self._cluster()
             self._projects()
+        for line in sign_in:  # last, so it is the line to find above the server's log
+            self.stdout.write(line)
 
-    def _admin(self) -> None:
+    def _admin(self, url: str) -> list[str]:
+        """Create the admin on an empty database; the lines that say how to sign in either way."""
         if get_user_model().objects.exists():
-            self.stdout.write("Users exist already; no admin created.")
-            return
+            return self._recovery(url)
         username = settings.ALLOT_ADMIN_USERNAME
         password = settings.ALLOT_ADMIN_PASSWORD or secrets.token_urlsafe(12)
         services.create_user(username, password, is_staff=True, is_superuser=True)
-        self.stdout.write(self.style.SUCCESS("Created the admin account."))
-        self.stdout.write(f"  Sign in at http://127.0.0.1:8000/ as {username!r}")
+        self.stdout.write(self.style.SUCCESS(f"Created the admin account {username!r}."))
+        self.stdout.write(f"  API token: {_manage()} issue_token {username}")
         if settings.ALLOT_ADMIN_PASSWORD:
-            self.stdout.write("  with the password in ALLOT_ADMIN_PASSWORD.")
+            secret = "the password in ALLOT_ADMIN_PASSWORD"
         else:
-            self.stdout.write(f"  with the password {password!r} (shown once; change it).")
-        self.stdout.write(f"  API token: python manage.py issue_token {username}")
+            secret = f"the password {password}  (shown once: change it on your page, /me/)"
+        return [self.style.WARNING(f"Sign in at {url} as {username} with {secret}")]
+
+    def _recovery(self, url: str) -> list[str]:
+        """Users exist: where to sign in, and how to get in when the password is lost."""
+        admins = get_user_model().objects.filter(is_staff=True, is_active=True)
+        admin = (admins.filter(username=settings.ALLOT_ADMIN_USERNAME).first()
+                 or admins.order_by("username").first())  # fmt: skip
+        name = admin.get_username() if admin is not None else settings.ALLOT_ADMIN_USERNAME
+        return [
+            "Users exist already; no admin created.",
+            self.style.WARNING(
+                f"Sign in at {url} as {name}. Lost the password? Set a new one "
+                f"with: {_manage()} changepassword {name}"
+            ),
+        ]
 
     def _cluster(self) -> None:
         if Node.objects.exists():
@@ -64,3 +86,13 @@ class Command(BaseCommand):
             Project.objects.create(name=name, quota=quota)
         listed = ", ".join(f"{name} ({quota} GPUs)" for name, quota in TR4858_PROJECTS)
         self.stdout.write(self.style.SUCCESS(f"Created the TR-4858 projects: {listed}."))
+
+
+def _manage() -> str:
+    """How to run manage.py as this one runs: .venv/bin/python manage.py under `make run`."""
+    python = Path(sys.executable)
+    try:
+        python = python.relative_to(Path.cwd())
+    except ValueError:
+        return "python manage.py"
+    return f"{python} manage.py"

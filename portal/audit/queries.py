@@ -1,0 +1,96 @@
+"""Reading the audit log: the filters of the API and the page, and its CSV export.
+
+Filters (all optional, combined with AND): `actor` (a username, exact), `action` (a prefix:
+`job.` or `auth.login`), `target` (text in the target's label, any case), `target_type`
+(`project`, `job`, `user`, `node`, `membership`, ...), `since` / `until` (ISO 8601 times or
+dates; a time without an offset is UTC) and `address` (an IP address, exact).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import ipaddress
+import json
+from collections.abc import AsyncIterator, Iterator, Mapping
+from datetime import UTC, datetime, time
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from portal.audit.models import AuditEntry
+
+FILTERS = ("actor", "action", "target", "target_type", "since", "until", "address")
+CSV_COLUMNS = ["time", "actor", "address", "action", "target_type", "target_id", "target",
+               "changes", "note"]  # fmt: skip
+CHUNK = 2000
+TIME_HINT = "must be an ISO 8601 time or date, e.g. 2026-11-25T14:00:00Z or 2026-11-25"
+
+
+def filter_entries(params: Mapping[str, str]) -> tuple[QuerySet[AuditEntry], dict]:
+    """The entries matching `params`, newest first, and the errors by field (then no rows)."""
+    entries, errors = AuditEntry.objects.all(), {}
+    text = {name: (params.get(name) or "").strip() for name in FILTERS}
+    if text["actor"]:
+        entries = entries.filter(actor_username=text["actor"])
+    if text["action"]:
+        entries = entries.filter(action__startswith=text["action"])
+    if text["target"]:
+        entries = entries.filter(target_label__icontains=text["target"])
+    if text["target_type"]:
+        entries = entries.filter(target_type=text["target_type"])
+    for name, lookup in (("since", "time__gte"), ("until", "time__lte")):
+        if text[name]:
+            moment = parse_moment(text[name], end=name == "until")
+            if moment is None:
+                errors[name] = [TIME_HINT]
+            else:
+                entries = entries.filter(**{lookup: moment})
+    if text["address"]:
+        try:
+            entries = entries.filter(address=str(ipaddress.ip_address(text["address"])))
+        except ValueError:
+            errors["address"] = ["must be an IP address, e.g. 192.0.2.7 or 2001:db8::7"]
+    return (entries.none() if errors else entries), errors
+
+
+def parse_moment(raw: str, *, end: bool = False) -> datetime | None:
+    """An ISO 8601 time (UTC when it has no offset) or date (its start, or its end for
+    `until`); None when it is neither."""
+    try:
+        day = parse_date(raw)  # first: Python reads a bare date as a time at midnight too
+        moment = datetime.combine(day, time.max if end else time.min) if day else None
+        moment = moment or parse_datetime(raw)
+    except ValueError:
+        return None
+    if moment is not None and timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, UTC)
+    return moment
+
+
+def csv_row(entry: AuditEntry) -> list[str]:
+    """One entry as the CSV's columns (`changes` as JSON)."""
+    return [entry.time.isoformat(), entry.actor_username, entry.address or "", entry.action,
+            entry.target_type, entry.target_id, entry.target_label,
+            json.dumps(entry.changes, sort_keys=True), entry.note]  # fmt: skip
+
+
+def _line(row: list[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(row)
+    return buffer.getvalue()
+
+
+def csv_lines(entries: QuerySet[AuditEntry]) -> Iterator[str]:
+    """The CSV, a line at a time, reading the rows in chunks (a WSGI server's stream)."""
+    yield _line(CSV_COLUMNS)
+    for entry in entries.iterator(chunk_size=CHUNK):
+        yield _line(csv_row(entry))
+
+
+async def acsv_lines(entries: QuerySet[AuditEntry]) -> AsyncIterator[str]:
+    """The same CSV for an ASGI server, which streams asynchronous iterators only."""
+    yield _line(CSV_COLUMNS)
+    async for entry in entries.aiterator(chunk_size=CHUNK):
+        yield _line(csv_row(entry))

@@ -1,0 +1,48 @@
+"""Issue 24 item 8: `allot list | cat` prints every value in full, in aligned columns, one line
+per job, so `allot list | grep Running` finds the running jobs; `--json` stays."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rich.table import Table
+
+from cli.tables import plain
+from tests.cli.test_allot_command import allot, settle  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+IMAGE = (
+    "registry.example.org/research/vision-team/very-long-image-name-for-training:2026.11.25-cuda12"
+)
+
+
+def test_a_piped_list_prints_full_values_in_aligned_columns(allot):  # noqa: F811
+    assert allot("project", "set", "team-a").returncode == 0
+    for name in ("train-with-a-long-name-1", "short"):
+        done = allot("submit", name, "-i", IMAGE, "-g", "1")
+        assert done.returncode == 0, done.stderr
+    settle()
+    settle()
+    listed = allot("list")  # captured: stdout is a pipe, not a terminal
+    assert listed.returncode == 0, listed.stderr
+    assert "…" not in listed.stdout
+    header, *rows = listed.stdout.split("\n\n")[0].splitlines()
+    assert header.split() == ["NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER",
+                              "GPUs", "SERVICE", "URL(S)"]  # fmt: skip
+    running = [row for row in rows if "Running" in row]
+    assert len(running) == 2 and all(IMAGE in row for row in running), listed.stdout
+    assert {row.index(IMAGE) for row in rows} == {header.index("IMAGE")}  # aligned
+    assert "train-with-a-long-name-1" in listed.stdout
+    assert {job["image"] for job in json.loads(allot("list", "--json").stdout)} == {IMAGE}
+
+
+def test_plain_pads_every_column_but_the_last_and_cuts_nothing():
+    table = Table("NAME", "STATUS", "URL")
+    table.add_row("a-rather-long-job-name", "Running", "-")
+    table.add_row("b", "Pending", "http://example.org/" + "x" * 120)
+    assert plain(table).splitlines() == [
+        "NAME                     STATUS    URL",
+        "a-rather-long-job-name   Running   -",
+        "b                        Pending   http://example.org/" + "x" * 120,
+    ]
