@@ -204,6 +204,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
+    "portal.audit",
     "portal.tenancy",
     "portal.cluster",
     "portal.jobs",
@@ -220,6 +221,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "portal.audit.context.AuditContextMiddleware",  # who and from where, for the audit log
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a lockout into portal.web.lockout's answer
@@ -397,6 +399,9 @@ ALLOT_WEBHOOK_BACKOFF_S = [
 # Webhooks reach public addresses only (portal/notify/targets.py); a cluster admin lets a receiver
 # on an internal network in by listing its networks here (CIDRs, e.g. 10.20.0.0/16).
 ALLOT_WEBHOOK_ALLOWED_NETWORKS = envnetworks("ALLOT_WEBHOOK_ALLOWED_NETWORKS")
+# The audit log (portal/audit): entries older than this many days are deleted hourly; 0 keeps
+# them all.
+ALLOT_AUDIT_RETENTION_DAYS = envint("ALLOT_AUDIT_RETENTION_DAYS", 365)
 ALLOT_ADMIN_USERNAME = envstr("ALLOT_ADMIN_USERNAME", "admin")
 ALLOT_ADMIN_PASSWORD = envsecret("ALLOT_ADMIN_PASSWORD")
 
@@ -424,7 +429,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=envint("ALLOT_LOGIN_LOCKOUT_MIN", 15, mini
 AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "portal.web.lockout.locked_out"
-AXES_CLIENT_IP_CALLABLE = "portal.api.throttling.client_address"
+AXES_CLIENT_IP_CALLABLE = "portal.core.addresses.client_address"
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # logs name the account and address, never a password
 AXES_VERBOSE = False  # no banner at each start; its log lines still name account and address
 AXES_DISABLE_ACCESS_LOG = True  # no row per successful sign-in; failures and lockouts are kept
