@@ -14,6 +14,7 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
+from .tables import show
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -156,7 +157,7 @@ def project_list(as_json):
             str(p["running_jobs"]),
             str(p["pending_jobs"]),
         )
-    out.print(table)
+    show(table, out)
 
 
 def parse_env(values) -> dict:
@@ -374,7 +375,7 @@ def list_jobs(project, all_projects, as_json):
         table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
                       j["image"] or "-", j["project"], j["user"] or "-",
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
-    out.print(table)
+    show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
     click.echo(f"\n{len(jobs)} job(s), {used:g} GPU(s) in use")
 
@@ -407,7 +408,7 @@ def get(name, project, as_json):
     table = Table("TIME", "KIND", "MESSAGE", box=None, pad_edge=False)
     for e in events:
         table.add_row(e["time"][11:19], e["kind"], e["message"])
-    out.print(table)
+    show(table, out)
 
 
 @cli.command()

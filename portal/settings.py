@@ -228,6 +228,7 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # in the portal's layout
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
 
@@ -539,8 +540,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "INFO")},
     # axes: failures and lockouts (WARNING), not every successful sign-in
-    "loggers": {"django.db.backends": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
-}
+    # "django": Django's own console handler would print each line a second time beside root's;
+    # runserver's line per request only for developers, so `make run` keeps its sign-in in view
+    "loggers": {"django": {"handlers": []}, "django.db.backends": {"level": "WARNING"},
+                "django.channels.server": {"level": "INFO" if DEBUG else "WARNING"},
+                "axes": {"level": "WARNING"}},
+}  # fmt: skip
 
 # --- What no Jupyter session may read (last: every NAME_FILE secret is known by now) ---------
 
