@@ -159,6 +159,16 @@ class Sessions(Protocol):
         """Stop the job's server; False when there was none."""
         ...
 
+    def workspace_projects(self, user: str) -> list[str]:
+        """The projects in which `user` has a persistent workspace (the home of every session
+        of theirs there, kept between sessions: a folder, or a PersistentVolumeClaim)."""
+        ...
+
+    def delete_workspace(self, project: str, user: str) -> bool:
+        """Delete `user`'s workspace in `project` and its files; False when there was none.
+        Raises `agents.sessions.WorkspaceBusy` while a session of theirs uses it."""
+        ...
+
 
 class Shell(Protocol):
     """An interactive terminal in a job's container (`allot bash`): one reader thread; writes,

@@ -120,8 +120,34 @@ def session_path(project: str, name: str) -> str:
 
 
 def session_user(project: str, name: str) -> str:
-    """The system user a session runs as when the portal runs as root."""
+    """The system user a session of no one's runs as when the portal runs as root."""
     return USER_PREFIX + hashlib.sha256(f"{project}/{name}".encode()).hexdigest()[:12]
+
+
+def workspace_user(project: str, user: str) -> str:
+    """The system user the sessions of `user`'s workspace in `project` run as (as root)."""
+    return USER_PREFIX + hashlib.sha256(f"workspace:{project}/{user}".encode()).hexdigest()[:12]
+
+
+def workspace_folder(user: str) -> str:
+    """The folder of `user`'s workspace in its project's folder: the username when it is a
+    plain file name (Django allows letters, digits and @.+-_), else a digest of it."""
+    if re.fullmatch(r"[A-Za-z0-9@+_-][A-Za-z0-9@.+_-]{0,99}", user):
+        return user
+    return "~" + hashlib.sha256(user.encode()).hexdigest()[:24]
+
+
+class WorkspaceBusy(RuntimeError):
+    """A workspace a running session uses cannot be deleted; the message says which."""
+
+
+@dataclass(frozen=True)
+class _Owner:
+    """Whose a session's home is: its system user and home, and whether that is a workspace."""
+
+    account: str
+    home: str
+    workspace: bool = False
 
 
 def session_environment(
@@ -151,7 +177,8 @@ class LocalSessions:
     JupyterLab and its kernels, the portal's own by default; sessions' users must be able to run
     it. `single_user`: this portal is one person's embedded trial (`make run`), so a portal that
     is not root may run notebooks as its own user; otherwise it refuses to. `private`: the
-    portal's paths no session may read (closed to other users before each start)."""
+    portal's paths no session may read (closed to other users before each start).
+    `workspaces`: where users' persistent workspaces live (default: `directory`/workspaces)."""
 
     def __init__(
         self,
@@ -161,8 +188,10 @@ class LocalSessions:
         python: str | None = None,
         single_user: bool = False,
         private: Iterable[Path | str] = (),
+        workspaces: Path | str | None = None,
     ):
         self.directory = Path(directory).absolute()
+        self.workspaces = Path(workspaces or self.directory / "workspaces").absolute()
         self.python = python or sys.executable
         self.command = tuple(command or (self.python, "-m", "jupyterlab"))
         self.single_user = single_user
@@ -175,8 +204,12 @@ class LocalSessions:
 
     # -- the life of a session -------------------------------------------------------------------
 
-    def start(self, project: str, name: str, environment: Environment = ()) -> Session:
-        """Start the job's server unless it runs already; its description either way.
+    def start(
+        self, project: str, name: str, environment: Environment = (), user: str = ""
+    ) -> Session:
+        """Start the job's server unless it runs already; its description either way. A job of
+        a `user`'s gets that user's workspace in `project` as its home (kept when it stops);
+        one of no one's a home of its own, removed when it stops.
 
         Raises SessionNotStarted when it may not or could not start; `failure` then says why."""
         with self._locked(project, name):
@@ -184,7 +217,7 @@ class LocalSessions:
             if running is not None and _alive(running.pid):
                 return running
             try:
-                session = self._spawn(project, name, dict(environment))
+                session = self._spawn(project, name, dict(environment), user)
             except SessionNotStarted as exc:
                 _write_private(self._refusal(project, name), str(exc))
                 raise
@@ -231,22 +264,59 @@ class LocalSessions:
         return f"the Jupyter server exited: {last[0][-300:]}{hint}"
 
     def stop(self, project: str, name: str, grace_s: float = 0.5) -> bool:
-        """Stop the job's server (and, with a user of its own, every process of that user),
-        remove its files and its user; False when there was no server."""
+        """Stop the job's server and remove its files; False when there was no server. With a
+        user of its own (unless another session of the same workspace still runs as it), every
+        process of that user and the user go too. A workspace stays, given back to the portal
+        (its files then belong to no session's user, so a later user given the same uid reads
+        nothing); another home goes."""
         with self._locked(project, name):
             session = self._read(project, name)
+            owner = self._owner(project, name)
             self._file(project, name).unlink(missing_ok=True)
             self._refusal(project, name).unlink(missing_ok=True)
             if session is not None:
                 _terminate(session.pid, grace_s)
-            account = _account_of(session_user(project, name)) if self.isolated else None
-            if account is not None:
-                _kill_all(account, self.python)
-            shutil.rmtree(self._home(project, name), ignore_errors=True)
-            self._log(project, name).unlink(missing_ok=True)
-            if account is not None:
-                _remove_user(account)
+            with self._account_locked(owner.account):
+                shared = self._in_use(owner.account, "account", besides=(project, name))
+                account = _account_of(owner.account) if self.isolated and not shared else None
+                if account is not None:
+                    _kill_all(account, self.python)
+                if not owner.workspace:
+                    shutil.rmtree(owner.home, ignore_errors=True)
+                elif account is not None:
+                    _chown_tree(Path(owner.home), os.geteuid(), os.getegid())
+                self._log(project, name).unlink(missing_ok=True)
+                self._owner_file(project, name).unlink(missing_ok=True)
+                if account is not None:
+                    _remove_user(account)
         return session is not None
+
+    # -- workspaces ---------------------------------------------------------------------------
+
+    def workspace(self, project: str, user: str) -> Path:
+        """Where `user`'s workspace in `project` is (whether or not it exists yet)."""
+        return self.workspaces / project / workspace_folder(user)
+
+    def workspace_projects(self, user: str) -> list[str]:
+        """The projects in which `user` has a workspace."""
+        if not self.workspaces.is_dir():
+            return []
+        folder = workspace_folder(user)
+        return sorted(p.name for p in self.workspaces.iterdir() if (p / folder).is_dir())
+
+    def delete_workspace(self, project: str, user: str) -> bool:
+        """Delete `user`'s workspace in `project` and every file in it; False when there was
+        none. Raises WorkspaceBusy while a session uses it (stop the session first)."""
+        home = self.workspace(project, user)
+        with self._account_locked(workspace_user(project, user)):
+            if self._in_use(str(home), "home"):
+                raise WorkspaceBusy(
+                    f"a Jupyter session of {user}'s in {project} uses the workspace: stop it first"
+                )
+            if not home.is_dir():
+                return False
+            shutil.rmtree(home)
+        return True
 
     def all(self) -> list[Session]:
         """Every session with a live server."""
@@ -281,15 +351,26 @@ class LocalSessions:
 
     # -- files and processes -----------------------------------------------------------------
 
-    def _spawn(self, project: str, name: str, environment: dict[str, str]) -> Session:
+    def _spawn(self, project: str, name: str, environment: dict[str, str], user: str) -> Session:
         reason = self.refusal()
         if reason:
             raise SessionNotStarted(reason)
         self._seal()
-        account = _account(session_user(project, name), self._home(project, name), project,
-                           name) if self.isolated else None  # fmt: skip
-        home = self._home(project, name)
-        _make_home(home, account)
+        if user:
+            owner = _Owner(workspace_user(project, user), str(self.workspace(project, user)), True)
+        else:
+            owner = _Owner(session_user(project, name), str(self._home(project, name)))
+        _write_private(self._owner_file(project, name), json.dumps(owner.__dict__))
+        with self._account_locked(owner.account):  # a stop of the same user's waits for this
+            if owner.workspace:
+                self._workspace_folders(project)
+            home = Path(owner.home)
+            account = _account(owner.account, home, project, name) if self.isolated else None
+            _make_home(home, account)
+            return self._run(project, name, environment, home, account)
+
+    def _run(self, project: str, name: str, environment: dict[str, str], home: Path,
+             account: pwd.struct_passwd | None) -> Session:  # fmt: skip
         port, token, base_url = _free_port(), secrets.token_hex(24), session_path(project, name)
         user = account.pw_name if account else _username(os.geteuid())
         as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if (
@@ -332,6 +413,8 @@ class LocalSessions:
         os.chmod(self.directory, 0o711 if self.isolated else 0o700)
         with os.scandir(self.directory) as entries:
             for entry in entries:  # descriptions and logs 0600, homes 0700 (earlier versions: 0644)
+                if Path(entry.path) == self.workspaces:
+                    continue  # a passage of its own (`_workspace_folders`)
                 info = entry.stat(follow_symlinks=False)
                 if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
                     _close(Path(entry.path), info, passage=False, strict=False)
@@ -341,8 +424,55 @@ class LocalSessions:
             except OSError:
                 continue
             passage = self.isolated and stat.S_ISDIR(info.st_mode) and (
-                self.directory.is_relative_to(path))  # fmt: skip
+                self.directory.is_relative_to(path) or self.workspaces.is_relative_to(path)
+            )  # fmt: skip
             _close(path, info, passage, strict=self.isolated)
+
+    def _workspace_folders(self, project: str) -> None:
+        """The workspaces' folder and the project's in it: the portal's, 0711 when sessions
+        have users of their own (each reaches its workspace by name, lists nothing), else 0700."""
+        mode = 0o711 if self.isolated else 0o700
+        for folder in (self.workspaces, self.workspaces / project):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder, mode)
+            info = os.lstat(folder)
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+                raise SessionNotStarted(f"{folder} is not a directory of the portal's")
+            os.chmod(folder, mode)
+
+    def _in_use(self, value: str, field: str, besides: tuple[str, str] | None = None) -> bool:
+        """True when a live session other than `besides` has `value` as its owner's `field`."""
+        for path in self.directory.glob("*--*.owner"):
+            project, _, name = path.name.removesuffix(".owner").partition("--")
+            if (project, name) == besides or self.get(project, name) is None:
+                continue
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                if getattr(_Owner(**json.loads(path.read_text())), field) == value:
+                    return True
+        return False
+
+    def _owner(self, project: str, name: str) -> _Owner:
+        """Whose the session's home is (as recorded when it started; else, as before workspaces,
+        its own home and user)."""
+        try:
+            return _Owner(**json.loads(self._owner_file(project, name).read_text()))
+        except (OSError, ValueError, TypeError):
+            return _Owner(session_user(project, name), str(self._home(project, name)))
+
+    def _owner_file(self, project: str, name: str) -> Path:
+        return self.directory / f"{project}--{name}.owner"
+
+    @contextlib.contextmanager
+    def _account_locked(self, account: str):
+        """One start or stop at a time of the sessions that run as `account`, in every process."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.directory / f"{account}.user-lock"
+        with open(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _read(self, project: str, name: str) -> Session | None:
         return _load(self._file(project, name))
@@ -398,10 +528,18 @@ def _make_home(home: Path, account: pwd.struct_passwd | None) -> None:
         raise SessionNotStarted(f"{home} is not a directory")
     owner = (account.pw_uid, account.pw_gid) if account else (info.st_uid, info.st_gid)
     if (info.st_uid, info.st_gid) != owner:  # a home of an earlier user, or of the portal
-        for folder, dirs, files in os.walk(home):
-            for entry in (folder, *(os.path.join(folder, item) for item in dirs + files)):
-                os.chown(entry, *owner, follow_symlinks=False)
+        _chown_tree(home, *owner)
     os.chmod(home, 0o700)
+
+
+def _chown_tree(top: Path, uid: int, gid: int) -> None:
+    """`top` and everything in it to (uid, gid), links themselves and not what they point to."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chown(top, uid, gid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(top):
+        for entry in (*dirs, *files):
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(os.path.join(folder, entry), uid, gid, follow_symlinks=False)
 
 
 def _account(user: str, home: Path, project: str, name: str) -> pwd.struct_passwd:

@@ -72,7 +72,7 @@ class SimulatedAgent:
             self._jobs[job.key] = job
         if self.has_session(job):  # a refusal is the job's failure, reported by `status`
             with contextlib.suppress(SessionNotStarted):
-                self.sessions.start(job.project, job.name, job.environment)
+                self.sessions.start(job.project, job.name, job.environment, job.user)
 
     def stop(self, project: str, name: str) -> None:
         """Forget the job (and stop its Jupyter server); unknown jobs are ignored."""

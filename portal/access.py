@@ -93,3 +93,9 @@ def editable_project_fields(user, project: Project) -> frozenset[str] | None:
 def can_manage_users(user) -> bool:
     """Cluster admins create users and set their passwords."""
     return is_cluster_admin(user)
+
+
+def can_delete_workspace(user, owner: str) -> bool:
+    """A user's persistent workspace in a project (their notebooks' files, issue 23) is deleted
+    by that user or by a cluster admin; to anyone else it does not exist."""
+    return user.get_username() == owner or is_cluster_admin(user)

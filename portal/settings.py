@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import ipaddress
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -372,6 +373,16 @@ if ALLOT_SESSIONS_SINGLE_USER and not EMBEDDED:
 # The Python that runs sessions' JupyterLab and kernels (default: the portal's own). Sessions'
 # users must be able to run it: a pyenv Python under a 0700 /root is out of their reach.
 ALLOT_SESSIONS_PYTHON = envstr("ALLOT_SESSIONS_PYTHON", "") or None
+# Persistent workspaces (issue 23): a user's sessions in a project share a home that outlives
+# them, a folder here (default: ALLOT_SESSIONS_DIR/workspaces); under Kubernetes a
+# PersistentVolumeClaim per (project, user) of this size and class ("": the cluster's default).
+ALLOT_WORKSPACES_DIR = Path(envstr("ALLOT_WORKSPACES_DIR", "") or ALLOT_SESSIONS_DIR / "workspaces")
+ALLOT_K8S_WORKSPACE_STORAGE_CLASS = envstr("ALLOT_K8S_WORKSPACE_STORAGE_CLASS", "") or None
+ALLOT_K8S_WORKSPACE_SIZE = envstr("ALLOT_K8S_WORKSPACE_SIZE", "10Gi")
+if not re.fullmatch(r"[1-9][0-9]*(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?", ALLOT_K8S_WORKSPACE_SIZE):
+    raise ImproperlyConfigured(
+        f"ALLOT_K8S_WORKSPACE_SIZE={ALLOT_K8S_WORKSPACE_SIZE!r}: a storage quantity such as 10Gi"
+    )
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
 # Run-time predictions and pending jobs' ETAs are refreshed after a cycle at most this often.
 ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)

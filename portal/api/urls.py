@@ -25,6 +25,7 @@ from portal.api.views.tenancy import (
     ProjectList,
     UserList,
 )
+from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 
 urlpatterns = [
     path("nodes/", NodeList.as_view(), name="node-list"),
@@ -46,6 +47,12 @@ urlpatterns = [
         name="webhook-deliveries",
     ),
     path("me/notifications/", MyPreference.as_view(), name="my-notifications"),
+    path("me/workspaces/", MyWorkspaces.as_view(), name="my-workspaces"),
+    path(
+        "workspaces/<str:project>/<str:username>/",
+        WorkspaceDetail.as_view(),
+        name="workspace-detail",
+    ),
     path("jobs/", JobList.as_view(), name="job-list"),
     path("jobs/bulk/", JobBulk.as_view(), name="job-bulk"),
     path("jobs/<str:project>/<str:name>/", JobDetail.as_view(), name="job-detail"),

@@ -42,6 +42,7 @@ def _build_agent(kind: str) -> Agent:
                 python=settings.ALLOT_SESSIONS_PYTHON,
                 single_user=settings.ALLOT_SESSIONS_SINGLE_USER,
                 private=settings.ALLOT_SESSIONS_PRIVATE_PATHS,
+                workspaces=settings.ALLOT_WORKSPACES_DIR,
             )
             if settings.ALLOT_SIM_JUPYTER
             else None
@@ -72,8 +73,11 @@ def kubernetes_config():
         ingress_class=settings.ALLOT_K8S_INGRESS_CLASS,
         nodeport_host=settings.ALLOT_K8S_NODEPORT_HOST,
         orphan_grace_s=settings.ALLOT_K8S_ORPHAN_GRACE_S,
+        concurrency=settings.ALLOT_K8S_CONCURRENCY,
         dcgm_url=settings.ALLOT_DCGM_URL,
         session_secret=session_secret(),
+        workspace_size=settings.ALLOT_K8S_WORKSPACE_SIZE,
+        workspace_storage_class=settings.ALLOT_K8S_WORKSPACE_STORAGE_CLASS,
     )
 
 

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from portal.web import admin_pages, audit_pages, job_pages, sessions, views
+from portal.web import admin_pages, audit_pages, job_pages, sessions, views, workspace_pages
 
 SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("me/", admin_pages.me, name="me"),
+    path("me/workspaces/", workspace_pages.my_workspaces, name="my-workspaces"),
     path("projects/", admin_pages.projects, name="projects"),
     path("projects/new/", admin_pages.project_form, name="project-new"),
     path("projects/<str:name>/", admin_pages.project_detail, name="project-detail"),
