@@ -127,3 +127,18 @@ def test_what_no_request_did_is_the_systems(db):
     call_command("bootstrap", verbosity=0)
     admin = only("user.created")
     assert (admin.actor_username, admin.actor, admin.address) == ("system", None, None)
+
+
+def test_an_edit_in_djangos_admin_is_recorded(client, cluster_admin, nodes):
+    client.force_login(cluster_admin)
+    node = nodes[0]
+    form = {"name": node.name, "gpus": 8, "gpu_memory_mib": 32768, "pool": "default",
+            "ready": "on", "gpu_product": "", "_save": "Save"}  # schedulable unticked: a cordon
+    answer = client.post(f"/admin/cluster/node/{node.pk}/change/", form,
+                         REMOTE_ADDR="203.0.113.8")  # fmt: skip
+    assert answer.status_code == 302, answer.content[:2000]
+    entry = only("node.changed")
+    assert (entry.actor_username, entry.address) == ("root", "203.0.113.8")
+    assert (entry.target_type, entry.target_id, entry.target_label) == (
+        "node", str(node.pk), "dgx1-1")  # fmt: skip
+    assert "Schedulable" in entry.note and "Django's admin" in entry.note
