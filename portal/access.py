@@ -13,6 +13,7 @@ from django.http import Http404
 
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job
+from portal.jobs.services import project_health
 from portal.tenancy.models import Membership, Project, Role
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
@@ -93,6 +94,49 @@ def editable_project_fields(user, project: Project) -> frozenset[str] | None:
 def can_manage_users(user) -> bool:
     """Cluster admins create users and set their passwords."""
     return is_cluster_admin(user)
+
+
+# --- What the pages offer: an action shows only to those who may use it (issue 24 item 5) ----
+
+
+def submittable_projects(user) -> list[Project]:
+    """The projects where `user` may submit jobs and launch Jupyter, by name."""
+    return [p for p in projects_for(user).order_by("name") if can_submit(user, p)]
+
+
+def why_not_submit(user) -> str | None:
+    """None when `user` may submit in some project; else why not, in words for the page."""
+    if submittable_projects(user):
+        return None
+    roles = Membership.objects.filter(user=user).select_related("project").order_by("project")
+    if not roles:
+        return "You are not a member of any project yet: ask a cluster admin to add you."
+    held = ", ".join(f"{m.role} in {m.project.name}" for m in roles)
+    return f"Only researchers and admins submit jobs; you are {held}."
+
+
+def can_open_session(user, job: Job) -> bool:
+    """The project's researchers and admins open a job's Jupyter (viewers read, run no code)."""
+    return can_submit(user, job.project)
+
+
+def can_delete_workspace(user, owner: str) -> bool:
+    """A user's persistent workspace in a project (their notebooks' files, issue 23) is deleted
+    by that user or by a cluster admin; to anyone else it does not exist."""
+    return user.get_username() == owner or is_cluster_admin(user)
+
+
+def extend_action(user, job: Job) -> tuple[bool, str] | None:
+    """How "Extend once" shows on a running job: None (not at all: the user may not extend, or
+    the project allows no extension), (True, what it does), or (False, why it is disabled)."""
+    if not job.holds_gpus or not can_submit(user, job.project):
+        return None
+    extension = project_health(job.project).timeout_extension_s
+    if not extension:
+        return None
+    if job.extended_s:
+        return False, f"Extended once already (by {job.extended_s} s); a job is extended only once."
+    return True, f"Moves its time limits and idle timeout {extension} s later, once."
 
 
 def can_delete_workspace(user, owner: str) -> bool:

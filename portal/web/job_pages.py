@@ -19,7 +19,7 @@ from rest_framework.exceptions import APIException
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
 from portal.jobs import services
-from portal.jobs.models import JobEvent, JobType, ServiceType, Status
+from portal.jobs.models import Job, JobEvent, JobType, ServiceType, Status
 from portal.scheduling.agent import job_urls
 from portal.web.forms import (
     DURATION,
@@ -64,8 +64,21 @@ def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict]:
         return None, field_errors(exc)
 
 
-def _submittable(user):
-    return [p for p in access.projects_for(user).order_by("name") if access.can_submit(user, p)]
+def _submittable(user) -> list:
+    """The projects where `user` may submit; a 403 saying why when there is none."""
+    projects = access.submittable_projects(user)
+    if not projects:
+        raise PermissionDenied(access.why_not_submit(user))
+    return projects
+
+
+def _free_name(project: str, base: str) -> str:
+    """`base`, or `base-2`, `base-3`... : the first name no job of `project` has (issue 24)."""
+    base = base.lower()[:36]
+    taken = set(Job.objects.filter(project__name=project, name__startswith=base)
+                .values_list("name", flat=True))  # fmt: skip
+    return next(name for n in range(1, len(taken) + 2)
+                if (name := base if n == 1 else f"{base}-{n}") not in taken)  # fmt: skip
 
 
 @login_required
@@ -87,6 +100,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
         "web/jobs.html",
         {"page": "jobs", "jobs": rows[:500], "chosen": chosen, "mine": mine,
          "projects": access.projects_for(request.user).order_by("name"),
+         "cannot_submit": access.why_not_submit(request.user),
          "statuses": Status.values, "types": JobType.values},
     )  # fmt: skip
 
@@ -94,6 +108,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
 @login_required
 def job_new(request: HttpRequest) -> HttpResponse:
     """The submit form: every field of `POST /api/v1/jobs/`, fractions included."""
+    projects = _submittable(request.user)
     errors, values = {}, {"gpus": "1", "pods": "1", "type": JobType.TRAIN}
     if request.method == "POST":
         values = request.POST
@@ -106,7 +121,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "web/job_form.html",
-        {"page": "jobs", "values": values, "errors": errors, "projects": _submittable(request.user),
+        {"page": "jobs", "values": values, "errors": errors, "projects": projects,
          "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
     )  # fmt: skip
 
@@ -123,7 +138,9 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
         data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": FLOAT,
                                                  "image": TEXT})  # fmt: skip
         data.setdefault("image", JUPYTER_IMAGE)
-        data.setdefault("name", f"jupyter-{request.user.get_username()}".lower()[:40])
+        if "name" not in data:  # a second Jupyter gets jupyter-<user>-2, not a "name taken"
+            data["name"] = _free_name(data.get("project", ""),
+                                      f"jupyter-{request.user.get_username()}")  # fmt: skip
         data |= {"type": JobType.INTERACTIVE, "ports": [JUPYTER_PORT]}
         if not errors:
             job, errors = _submit(request, data)
@@ -145,7 +162,9 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
         {"page": "jobs", "job": job, "events": events,
          "urls": job_urls(job) if job.holds_gpus and job.ports else [],
          "session_url": f"/sessions/{job.project.name}/{job.name}/"
-         if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or []) else None,
+         if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
+         and access.can_open_session(request.user, job) else None,
+         "extend": access.extend_action(request.user, job),
          "can_stop": access.can_submit(request.user, job.project),
          "service": _service(job)},
     )  # fmt: skip

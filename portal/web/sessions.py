@@ -52,7 +52,7 @@ def find_session(user, project: str, name: str) -> tuple[object, Session | None]
     """(job, its session or None) after the access checks: 404 when the job is not visible,
     403 when the user may not run code in its project."""
     job = access.get_job_for(user, project, name)
-    if not access.can_submit(user, job.project):
+    if not access.can_open_session(user, job):
         raise PermissionDenied(f"Only {project}'s researchers and admins may open its sessions.")
     sessions = get_agent().sessions
     return job, sessions.get(project, name) if sessions is not None else None

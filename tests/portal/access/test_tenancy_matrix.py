@@ -91,10 +91,11 @@ PAGES = [
     ("user-password", "post", "/users/bob/password/", {"password": "a-long-pass-42"},
      (302, 403, 403, 403)),
     ("jobs", "get", "/jobs/", None, (200, 200, 200, 200)),
-    ("job-new", "get", "/jobs/new/", None, (200, 200, 200, 200)),
+    # a viewer, who may submit nowhere, gets a 403 saying why instead of a form it cannot use
+    ("job-new", "get", "/jobs/new/", None, (200, 200, 403, 200)),
     ("job-new", "post", "/jobs/new/", {"project": "team-a", "name": "new", "gpus": "1"},
-     (302, 302, 200, 200)),  # viewer and outsider: the form again, saying why
-    ("jupyter-new", "get", "/jupyter/new/", None, (200, 200, 200, 200)),
+     (302, 302, 403, 200)),  # the outsider: the form again, saying why
+    ("jupyter-new", "get", "/jupyter/new/", None, (200, 200, 403, 200)),
     ("job-detail", "get", "/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
     ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 302, 403, 404)),
     ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 302, 403, 404)),
