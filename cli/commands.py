@@ -322,7 +322,7 @@ def submit_sweep(file, project: str | None) -> None:
     click.echo(f"{stored} jobs have been submitted successfully (Pending).")
 
 
-RUNNING, FINISHED = "Running", ("Succeeded", "Failed")
+RUNNING, FINISHED = "Running", ("Succeeded", "Failed", "TimedOut", "Stopped")
 
 
 def why_not_running(job: dict) -> str:
@@ -427,7 +427,7 @@ def logs(name, project, tail, follow):
         for line in lines[start:]:
             click.echo(line)
         seen = lines
-        if not follow or body["status"] in ("Succeeded", "Failed"):
+        if not follow or body["status"] in FINISHED:
             return
         time.sleep(2)
 
@@ -445,11 +445,35 @@ def _new_from(seen: list[str], lines: list[str]) -> int:
 @click.argument("names", nargs=-1, required=True)
 @click.option("-p", "--project", help="the project (default: `allot project set`)")
 def delete(names, project):
-    """Stop and remove jobs: their GPUs are free at once, their events stay."""
+    """Remove jobs whatever their status: a running one ends and frees its GPUs at once; its
+    name is free again (to keep a job and run it later, use `allot stop`)."""
     client, project = api(), project_of(project)
     for name in names:
         client.call("DELETE", f"jobs/{project}/{name}/")
         click.echo(f"The job '{name}' has been deleted")
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+def stop(names, project):
+    """End jobs' runs and keep the jobs, Stopped (GPUs free at once; events, runs and logs kept,
+    names still taken) until `allot resume` or `allot delete`."""
+    client, project = api(), project_of(project)
+    for name in names:
+        client.call("POST", f"jobs/{project}/{name}/stop/")
+        click.echo(f"The job '{name}' has been stopped")
+
+
+@cli.command()
+@click.argument("names", nargs=-1, required=True)
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+def resume(names, project):
+    """Queue Stopped jobs again with the same spec (Pending; the next start is a new run)."""
+    client, project = api(), project_of(project)
+    for name in names:
+        job = client.call("POST", f"jobs/{project}/{name}/resume/")
+        click.echo(f"The job '{name}' has been resumed ({job['status']})")
 
 
 @cli.command()

@@ -384,6 +384,11 @@ if not re.fullmatch(r"[1-9][0-9]*(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?", ALLOT_K8S_WORKSPA
         f"ALLOT_K8S_WORKSPACE_SIZE={ALLOT_K8S_WORKSPACE_SIZE!r}: a storage quantity such as 10Gi"
     )
 ALLOT_USAGE_SAMPLE_INTERVAL_S = envfloat("ALLOT_USAGE_SAMPLE_INTERVAL_S", 10.0)
+# Job history (issue 23): each run keeps the last ALLOT_RUN_LOG_LINES lines of its log; jobs that
+# ended (finished, failed, timed out, stopped) more than ALLOT_JOB_RETENTION_DAYS ago are deleted
+# in the background (0 keeps them for ever); a pending or running job never is.
+ALLOT_RUN_LOG_LINES = envint("ALLOT_RUN_LOG_LINES", 1000, minimum=1)
+ALLOT_JOB_RETENTION_DAYS = envint("ALLOT_JOB_RETENTION_DAYS", 90, minimum=0)
 # Run-time predictions and pending jobs' ETAs are refreshed after a cycle at most this often.
 ALLOT_ETA_INTERVAL_S = envfloat("ALLOT_ETA_INTERVAL_S", 30.0)
 # Backfill with reservations (Allot's B rules): off by default, as in KAI.

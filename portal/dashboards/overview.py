@@ -173,7 +173,7 @@ def _job(job: Job, now) -> dict:
         "nodes": job.nodes,
         "submitted_at": job.submitted_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
-        "wait_s": round(max(((job.started_at or now) - job.submitted_at).total_seconds(), 0.0), 1),
+        "wait_s": round(max(((job.started_at or now) - job.waiting_since).total_seconds(), 0.0), 1),
         "pending_reason": job.pending_reason,
         "stuck": job.stuck,
         "expected_s": job.expected_s,  # predicted run time (scheduler.predict)

@@ -15,7 +15,12 @@ from portal.tenancy.models import Project
 
 
 class Status(models.TextChoices):
-    """A job's lifecycle. ContainerCreating and Running hold GPUs; the others do not."""
+    """A job's lifecycle. ContainerCreating and Running hold GPUs; the others do not.
+
+    Stopped is the owner's stop (Run:AI's `runai suspend`, Slurm's `scontrol hold` of a running
+    job): the run ends and the GPUs are free, the job keeps its spec, events, runs and name, and
+    the scheduler never plans it again until it is resumed (back to Pending) or deleted.
+    """
 
     PENDING = "Pending"
     CONTAINER_CREATING = "ContainerCreating"
@@ -23,10 +28,13 @@ class Status(models.TextChoices):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
     TIMED_OUT = "TimedOut"  # ended by a project policy (time limit, run time, idle GPUs)
+    STOPPED = "Stopped"  # ended by its owner; resumable
 
 
 HOLDING = (Status.CONTAINER_CREATING, Status.RUNNING)  # statuses with a placement
-FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT)
+FINISHED = (Status.SUCCEEDED, Status.FAILED, Status.TIMED_OUT)  # ended by the cluster or policy
+ACTIVE = (Status.PENDING, *HOLDING)  # what the scheduler plans
+ENDED = (*FINISHED, Status.STOPPED)  # history: nothing runs, the row stays until deleted
 
 
 class JobType(models.TextChoices):
@@ -104,6 +112,9 @@ class Job(models.Model):
     # GPU-seconds held in earlier runs, ended by an eviction or a move (service bands, L1)
     held_gpu_s = models.FloatField(default=0.0)
     submitted_at = models.DateTimeField(auto_now_add=True)
+    # When the job last entered Pending (submitted, evicted, moved back or resumed): its waiting
+    # time counts from here, not from the submission.
+    queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -114,10 +125,18 @@ class Job(models.Model):
             models.CheckConstraint(condition=models.Q(gpus__gt=0), name="job_gpus_gt_0"),
             models.CheckConstraint(condition=models.Q(pods__gte=1), name="job_pods_gte_1"),
         ]
-        indexes = [models.Index(fields=["status"], name="job_status")]
+        indexes = [
+            models.Index(fields=["status"], name="job_status"),
+            models.Index(fields=["finished_at"], name="job_finished_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.project.name}/{self.name}"
+
+    @property
+    def waiting_since(self) -> datetime:
+        """When the current wait began: the last eviction or resume, else the submission."""
+        return self.queued_at or self.submitted_at
 
     @property
     def holds_gpus(self) -> bool:
@@ -171,7 +190,8 @@ class Job(models.Model):
 class JobEvent(models.Model):
     """Something that happened to a job, with the rule's reason in `message`.
 
-    Kinds: submitted, scheduled, running, evicted, moved, succeeded, failed, stopped, deleted.
+    Kinds: submitted, scheduled, running, evicted, moved, succeeded, failed, timed out, stopped,
+    resumed, deleted.
     Events outlive their job (`job` becomes null on deletion; `project` and `job_name` remain).
     """
 
@@ -188,6 +208,62 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.time:%H:%M:%S} {self.project_id}/{self.job_name} {self.kind}"
+
+
+class RunEnd(models.TextChoices):
+    """How a run ended; blank while it goes on."""
+
+    NONE = "", "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMED_OUT = "timed out"
+    EVICTED = "evicted"  # reclaimed or preempted for another job; the job waits again
+    MOVED = "moved"  # restarted elsewhere by consolidation
+    STOPPED = "stopped"  # by its owner
+
+
+class JobRun(models.Model):
+    """One start of a job, until it ended: where, how long, how it ended and why, its logs.
+
+    Number 1 is the first start; an eviction, a move or a resume makes the next start run 2, and
+    so on. The cycle's commit opens and closes runs with the job's status (one transaction); the
+    logs are kept after the commit, read from the cluster before the run's pods are stopped, the
+    last `ALLOT_RUN_LOG_LINES` lines at most. Runs go with their job when it is deleted.
+    """
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    placement = models.JSONField(default=list, blank=True)
+    gpus = models.FloatField()  # GPUs held: gpus x pods
+    end = models.CharField(max_length=16, choices=RunEnd.choices, blank=True, default="")
+    ended_by = models.CharField(max_length=200, blank=True, default="")  # "team-a's reclaim"
+    reason = models.TextField(blank=True, default="")
+    logs = models.TextField(blank=True, default="")
+    logs_kept_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="jobrun_job_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} run {self.number}"
+
+    @property
+    def nodes(self) -> list[str]:
+        """The distinct nodes of the run's pods, in pod order."""
+        return list(dict.fromkeys(pod.node for pod in decode(self.placement)))
+
+    def duration_s(self, now: datetime) -> float:
+        """Seconds from its start to its end (or to `now` while it goes on)."""
+        return max(((self.ended_at or now) - self.started_at).total_seconds(), 0.0)
+
+    def gpu_hours(self, now: datetime) -> float:
+        """GPU-hours the run held: its GPUs times its duration."""
+        return self.gpus * self.duration_s(now) / 3600
 
 
 class UsageSample(models.Model):

@@ -9,13 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.http import Http404
 from django.utils import timezone
 
 from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
-from portal.jobs.models import HOLDING, Job, JobEvent, Status
+from portal.jobs.models import ACTIVE, HOLDING, Job, JobEvent, JobRun, RunEnd, Status
 from portal.tenancy.models import Project
 
 
@@ -93,22 +94,102 @@ def _refuse_taken(entries: list[tuple[Project, dict]]) -> None:
             raise conflict("jobs", f"a job named {name!r} already exists in {project_name}")
 
 
-def stop_job(job: Job, user=None) -> None:
-    """Stop and remove `job`: its GPUs are free once this commits, its events stay.
+def stop_job(job: Job, user=None) -> Job:
+    """Stop `job`: its run ends and its GPUs are free once this commits; the job stays, Stopped,
+    with its spec, events and runs, its name still taken, until resumed or deleted.
 
-    The row is deleted (the name can be reused); the next cycle stops the agent's pods of jobs
-    the database no longer has and reuses the freed devices.
+    A Pending job stops before it ever runs; a job that has already ended is a 409 naming its
+    status. The next cycle's reconciliation stops the job's pods (the database no longer says it
+    holds GPUs) and never plans it again (the snapshot reads Pending and holding jobs only).
+    """
+    with transaction.atomic():
+        locked = _locked(job)
+        if locked.status not in ACTIVE:
+            raise conflict(
+                "status",
+                f"job {locked.project.name}/{locked.name} is "
+                f"{locked.status}; only a pending or running job is stopped",
+            )
+        now, was, held = timezone.now(), locked.status, locked.allocated_gpus
+        if locked.holds_gpus and locked.started_at is not None:  # the run's GPU-time stays (L1)
+            locked.held_gpu_s += held * max(0.0, (now - locked.started_at).total_seconds())
+        locked.status, locked.placement, locked.finished_at = Status.STOPPED, [], now
+        locked.pending_reason, locked.eta, locked.expected_end = "", None, None
+        locked.save(update_fields=["status", "placement", "finished_at", "pending_reason", "eta",
+                                   "expected_end", "held_gpu_s"])  # fmt: skip
+        JobRun.objects.filter(job=locked, ended_at__isnull=True).update(
+            ended_at=now, end=RunEnd.STOPPED, ended_by=_who(user), reason=f"stopped by {_who(user)}"
+        )  # its logs are kept by the cycle that stops its pods (portal.scheduling.runs)
+        freed = f"; freed {held:g} GPUs" if held else ""
+        record_event(locked, "stopped", f"stopped by {_who(user)} while {was}{freed}", now)
+        audit.record("job.stopped", locked, changes={"status": [was, locked.status]})
+        request_cycle_on_commit()
+    return locked
+
+
+def resume_job(job: Job, user=None) -> Job:
+    """Queue a Stopped job again with the same spec: Pending, its wait counting from now.
+
+    It keeps its id, so it keeps its place in its project's queue (as an evicted job does); any
+    other status is a 409 naming it.
+    """
+    with transaction.atomic():
+        locked = _locked(job)
+        if locked.status != Status.STOPPED:
+            raise conflict("status", f"job {locked.project.name}/{locked.name} is "
+                           f"{locked.status}; only a Stopped job is resumed")  # fmt: skip
+        now = timezone.now()
+        for name, value in RESUMED.items():
+            setattr(locked, name, value)
+        locked.queued_at = now
+        locked.save(update_fields=[*RESUMED, "queued_at"])
+        record_event(locked, "resumed", f"resumed by {_who(user)}: queued again, same spec", now)
+        audit.record("job.resumed", locked, changes={"status": [Status.STOPPED, locked.status]})
+        request_cycle_on_commit()
+    return locked
+
+
+# A resumed job's run-time fields, as a new submission has them (its history stays in events).
+RESUMED = {
+    "status": Status.PENDING, "placement": [], "started_at": None, "finished_at": None,
+    "pending_reason": "", "idle_since": None, "warned_for": "", "extended_s": 0, "activity": "",
+    "active_at": None, "stuck": False, "backfilled": False, "expected_end": None, "eta": None,
+}  # fmt: skip
+
+
+def delete_job(job: Job, user=None) -> None:
+    """Delete `job` whatever its status: a running one is stopped, its GPUs are free once this
+    commits, its name can be reused; its events stay (`job` null, project and name kept).
+
+    The next cycle stops the agent's pods of jobs the database no longer has and reuses the freed
+    devices.
     """
     with transaction.atomic():
         locked = Job.objects.select_for_update().filter(id=job.id).first()
         if locked is None:
             return  # deleted concurrently: the outcome the caller asked for
-        who = user.get_username() if user else "the system"
         freed = f"; freed {locked.allocated_gpus:g} GPUs" if locked.holds_gpus else ""
-        record_event(locked, "deleted", f"deleted by {who} while {locked.status}{freed}")
+        record_event(locked, "deleted", f"deleted by {_who(user)} while {locked.status}{freed}")
         audit.record("job.deleted", locked, changes={"status": [locked.status, None]})
         locked.delete()
         request_cycle_on_commit()
+
+
+def _locked(job: Job) -> Job:
+    """`job` read again under a row lock (its project joined); 404 when deleted meanwhile."""
+    locked = (
+        Job.objects.select_for_update(of=("self",))
+        .select_related("project", "user")
+        .filter(id=job.id)
+        .first()
+    )
+    if locked is None:
+        raise Http404(f"Job {job.project.name}/{job.name} not found.")
+    return locked
+
+
+def _who(user) -> str:
+    return user.get_username() if user else "the system"
 
 
 def project_health(project) -> HealthPolicy:

@@ -25,6 +25,7 @@ from portal.jobs import placement
 from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
+from portal.scheduling import runs
 from portal.scheduling.observe import HealthNote, Transition
 from portal.scheduling.snapshot import CycleRows, with_current_run
 from portal.tenancy.models import Project
@@ -82,8 +83,8 @@ def decision_updates(
         if decision.kind == "evict":
             reason = plan.pending_reasons.get(key, decision.reason)
             values = {"status": Status.PENDING, "placement": [], "started_at": None,
-                      "pending_reason": reason, "backfilled": False,
-                      "expected_end": None}  # fmt: skip
+                      "pending_reason": reason, "backfilled": False, "expected_end": None,
+                      "queued_at": now}  # its wait starts again at the eviction  # fmt: skip
         else:  # a new run: the last run's outlook (B1) no longer holds
             values = {"status": Status.CONTAINER_CREATING,
                       "placement": placement.encode(decision.placement), "started_at": now,
@@ -287,8 +288,8 @@ def commit_cycle(
     simulated: bool,
     notes: list[HealthNote] = (),
 ) -> None:
-    """Write transitions, the plan, events, health notes, fair shares and usage samples (when
-    due).
+    """Write transitions, the plan, the runs they open and close, events, health notes, fair
+    shares and usage samples (when due).
 
     Call it inside the cycle's transaction: any `CommitConflict` (or other error) rolls all of it
     back together, so no job is ever left half-started.
@@ -299,6 +300,7 @@ def commit_cycle(
     run_updates(transition_updates(state, changes, now))
     run_updates(decision_updates(state, plan, current, now))
     run_updates(reason_updates(state, plan, {decision.job for decision in plan.decisions}))
+    runs.run_writes(state, plan, changes, now)
     written = JobEvent.objects.bulk_create(events(state, plan, changes, now))
     warnings = write_health(state, notes, now)
     after_commit([event.id for event in [*written, *warnings] if event.kind in NOTIFIED])

@@ -29,7 +29,7 @@ from agents.base import Agent, Observation
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
-from portal.scheduling import cycle_metrics, eta, observe, snapshot
+from portal.scheduling import cycle_metrics, eta, observe, runs, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
 from portal.scheduling.observe import Transition
@@ -154,7 +154,10 @@ def _carry_out(agent: Agent, result: CycleResult) -> None:
     """After the commit: stop what finished or was evicted, start what was placed or moved.
 
     Starts are read back from the committed rows, so a job deleted since the commit is not
-    started, and a start repeated by the next cycle's reconciliation changes nothing."""
+    started, and a start repeated by the next cycle's reconciliation changes nothing. The logs of
+    the runs that ended are kept first, while their pods still exist."""
+    ended = [change.job for change in result.transitions if change.leaves]
+    runs.keep_logs(agent, ended + [d.job for d in result.decisions if d.kind != "start"])
     for change in result.transitions:
         if change.leaves:
             agent.stop(*change.job)

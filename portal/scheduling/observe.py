@@ -16,6 +16,7 @@ from portal.jobs import health
 from portal.jobs.health import JobHealth
 from portal.jobs.models import FINISHED as ROW_FINISHED
 from portal.jobs.models import HOLDING, Job, Status
+from portal.scheduling import runs
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
 from portal.scheduling.snapshot import CycleRows, JobRow
 
@@ -45,7 +46,9 @@ def reconcile(agent: Agent) -> Observation:
     seen = agent.observe()
     rows = Job.objects.filter(status__in=HOLDING).values_list("project__name", "name", "id")
     holding = {(project, name): job_id for project, name, job_id in rows}
-    for key in seen.jobs.keys() - holding.keys():
+    gone = seen.jobs.keys() - holding.keys()  # stopped by their owner, deleted, or ended
+    runs.keep_logs(agent, gone)  # a stopped job's last run: its pods are still there
+    for key in gone:
         agent.stop(*key)
     missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]
     for values in Job.objects.filter(id__in=missing).values(*SPEC_FIELDS):
@@ -54,7 +57,7 @@ def reconcile(agent: Agent) -> Observation:
     for session in sessions.all() if sessions is not None else ():
         if (session.project, session.name) not in holding:  # left by a process that died
             sessions.stop(session.project, session.name)
-    return agent.observe() if missing or seen.jobs.keys() - holding.keys() else seen
+    return agent.observe() if missing or gone else seen
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Researchers' pages: my jobs, submit, launch Jupyter, a job's detail with events and logs, stop.
+"""Researchers' pages: jobs, submit, launch Jupyter, a job's detail (events, runs, logs), and
+its stop, resume and delete (the button asks for confirmation: `data-confirm`, page.js).
 
 Jobs are reached through `portal.access` (404 for other teams' jobs) and submitted with
 the REST API's serializer and `services.submit_job`, so the page's messages are the API's.
@@ -13,13 +14,15 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException
 
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
 from portal.jobs import services
-from portal.jobs.models import Job, JobEvent, JobType, ServiceType, Status
+from portal.jobs.models import ACTIVE, Job, JobEvent, JobRun, JobType, RunEnd, ServiceType, Status
+from portal.scheduling import lifecycle
 from portal.scheduling.agent import job_urls
 from portal.web.forms import (
     DURATION,
@@ -156,6 +159,9 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Status, placement, events with the scheduler's reasons, live logs, links and Stop."""
     job = access.get_job_for(request.user, project, name)
     events = JobEvent.objects.filter(job=job).order_by("time", "id")
+    runs = list(JobRun.objects.filter(job=job).order_by("number").defer("logs"))
+    now = timezone.now()
+    chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
     return render(
         request,
         "web/job_detail.html",
@@ -165,9 +171,22 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
          if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
          and access.can_open_session(request.user, job) else None,
          "extend": access.extend_action(request.user, job),
-         "can_stop": access.can_submit(request.user, job.project),
-         "service": _service(job)},
+         "can_stop": access.can_submit(request.user, job.project), "active_statuses": ACTIVE,
+         "service": _service(job), "waiting": _waiting(job, runs[-1] if runs else None, now),
+         "chosen_run": chosen, "logs_run": chosen or (runs[-1].number if runs else None),
+         "runs": [{"run": run, "duration_s": run.duration_s(now), "gpu_hours": run.gpu_hours(now)}
+                  for run in runs]},
     )  # fmt: skip
+
+
+def _waiting(job, last, now) -> str:
+    """For a pending job whose last run was evicted: "preempted 3 minutes ago by team-a's
+    reclaim, run 2 waits since 12:04"; else ""."""
+    if job.status != Status.PENDING or last is None or last.end != RunEnd.EVICTED:
+        return ""
+    since = timezone.localtime(job.waiting_since)
+    return (f"preempted {timesince(last.ended_at, now)} ago by {last.ended_by}, "
+            f"run {last.number + 1} waits since {since:%H:%M}")  # fmt: skip
 
 
 def _service(job) -> dict | None:
@@ -192,17 +211,54 @@ def job_extend(request: HttpRequest, project: str, name: str) -> HttpResponse:
         services.extend_job(job, request.user)
         messages.success(request, f"Job {project}/{name} extended.")
     except APIException as exc:
-        messages.error(request, " ".join(r for rs in field_errors(exc).values() for r in rs))
+        _refused(request, exc)
     return redirect("job-detail", project=project, name=name)
+
+
+def _changeable(request: HttpRequest, project: str, name: str):
+    """The job if the user may see it (else 404) and change it (else 403)."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_submit(request.user, job.project):
+        raise PermissionDenied
+    return job
+
+
+def _refused(request: HttpRequest, exc: APIException) -> None:
+    messages.error(request, " ".join(r for rs in field_errors(exc).values() for r in rs))
 
 
 @login_required
 @require_POST
 def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
-    """Stop (delete) a job: its GPUs are free at once; its events stay."""
-    job = access.get_job_for(request.user, project, name)
-    if not access.can_submit(request.user, job.project):
-        raise PermissionDenied
-    services.stop_job(job, request.user)
-    messages.success(request, f"Job {project}/{name} stopped.")
+    """Stop a job: its run ends and its GPUs are free at once; it stays, Stopped, resumable."""
+    job = _changeable(request, project, name)
+    try:
+        lifecycle.stop(job, request.user)
+        messages.success(request, f"Job {project}/{name} stopped; resume it to run it again.")
+    except APIException as exc:
+        _refused(request, exc)
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+@require_POST
+def job_resume(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """Queue a Stopped job again with the same spec."""
+    job = _changeable(request, project, name)
+    try:
+        services.resume_job(job, request.user)
+        messages.success(request, f"Job {project}/{name} queued again.")
+    except APIException as exc:
+        _refused(request, exc)
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+@require_POST
+def job_delete(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """Delete the job whatever its status (the page's button asks for confirmation first); its
+    name is free again."""
+    job = _changeable(request, project, name)
+    services.delete_job(job, request.user)
+    messages.success(request, f"Job {project}/{name} deleted.")
     return redirect("jobs")

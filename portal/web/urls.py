@@ -41,6 +41,8 @@ urlpatterns = [
     path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),
     path("jobs/<str:project>/<str:name>/", job_pages.job_detail, name="job-detail"),
     path("jobs/<str:project>/<str:name>/stop/", job_pages.job_stop, name="job-stop"),
+    path("jobs/<str:project>/<str:name>/resume/", job_pages.job_resume, name="job-resume"),
+    path("jobs/<str:project>/<str:name>/delete/", job_pages.job_delete, name="job-delete"),
     path("jobs/<str:project>/<str:name>/extend/", job_pages.job_extend, name="job-extend"),
     re_path(SESSION, sessions.session_proxy, name="session"),
 ]

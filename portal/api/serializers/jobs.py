@@ -17,7 +17,7 @@ from rest_framework.fields import SkipField
 from portal import access
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
-from portal.jobs.models import Job, JobEvent, JobType, ServiceType
+from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
 from portal.scheduling.agent import job_urls
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -202,6 +202,7 @@ class JobSerializer(serializers.ModelSerializer):
             "submitted_at",
             "started_at",
             "finished_at",
+            "queued_at",
             "wait_s",
             "pending_reason",
             "stuck",
@@ -219,6 +220,7 @@ class JobSerializer(serializers.ModelSerializer):
             "submitted_at",
             "started_at",
             "finished_at",
+            "queued_at",
             "pending_reason",
             "stuck",
             "expected_s",
@@ -263,9 +265,10 @@ class JobSerializer(serializers.ModelSerializer):
         return self.context.get("warnings", {}).get((job.project.name, job.name), [])
 
     def get_wait_s(self, job: Job) -> float:
-        """Seconds from submission to the current run's start (or to now while pending)."""
+        """Seconds the current wait lasted: from the submission, or the last eviction or resume
+        (`queued_at`), to the current run's start (or its stop, or now while pending)."""
         end = job.started_at or job.finished_at or timezone.now()
-        return round(max((end - job.submitted_at).total_seconds(), 0.0), 1)
+        return round(max((end - job.waiting_since).total_seconds(), 0.0), 1)
 
     def get_urls(self, job: Job) -> list[dict]:
 
@@ -342,6 +345,30 @@ class JobEventSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobEvent
         fields = ["time", "kind", "message"]
+
+
+class JobRunSerializer(serializers.ModelSerializer):
+    """One start of a job: where, how long, how it ended and why, its GPU-hours."""
+
+    nodes = serializers.ListField(child=serializers.CharField(), read_only=True)
+    duration_s = serializers.SerializerMethodField()
+    gpu_hours = serializers.SerializerMethodField()
+    end = serializers.CharField(
+        read_only=True,
+        help_text="'' while it runs; completed, failed, timed out, evicted, moved or stopped",
+    )
+
+    class Meta:
+        model = JobRun
+        fields = ["number", "started_at", "ended_at", "duration_s", "nodes", "placement", "gpus",
+                  "gpu_hours", "end", "ended_by", "reason"]  # fmt: skip
+        read_only_fields = fields
+
+    def get_duration_s(self, run: JobRun) -> float:
+        return round(run.duration_s(self.context["now"]), 1)
+
+    def get_gpu_hours(self, run: JobRun) -> float:
+        return round(run.gpu_hours(self.context["now"]), 4)
 
 
 BULK_MAX = 1000

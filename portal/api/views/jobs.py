@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
@@ -18,13 +18,18 @@ from rest_framework.views import APIView
 
 from portal import access
 from portal.api.permissions import IsClusterAdmin, MaySubmit
-from portal.api.serializers.jobs import BulkJobsSerializer, JobEventSerializer, JobSerializer
+from portal.api.serializers.jobs import (
+    BulkJobsSerializer,
+    JobEventSerializer,
+    JobRunSerializer,
+    JobSerializer,
+)
 from portal.core.errors import conflict
 from portal.dashboards import analytics
 from portal.dashboards.overview import build_overview, visible_projects
 from portal.jobs import services
-from portal.jobs.models import Job, JobEvent, JobType, Status
-from portal.scheduling import cycle_metrics
+from portal.jobs.models import Job, JobEvent, JobRun, JobType, Status
+from portal.scheduling import cycle_metrics, lifecycle
 from portal.scheduling.agent import get_agent, job_logs
 from portal.scheduling.settle import settle_response
 
@@ -127,7 +132,8 @@ class JobBulk(APIView):
 
 
 class JobDetail(JobMixin, generics.RetrieveDestroyAPIView):
-    """GET a job; DELETE stops it, frees its GPUs at once and removes it (events stay)."""
+    """GET a job; DELETE removes it whatever its status (a running one is stopped, its GPUs free
+    at once; its events stay, its name can be used again) - `runai delete`."""
 
     serializer_class = JobSerializer
     permission_classes = [IsAuthenticated, MaySubmit]
@@ -136,7 +142,31 @@ class JobDetail(JobMixin, generics.RetrieveDestroyAPIView):
         return self.job()
 
     def perform_destroy(self, job: Job) -> None:
-        services.stop_job(job, self.request.user)
+        services.delete_job(job, self.request.user)
+
+
+class JobStop(JobMixin, APIView):
+    """POST: end a pending or running job's run and keep the job, Stopped (its GPUs free at once,
+    its events, runs and name kept) until it is resumed or deleted; 409 for a job already ended."""
+
+    permission_classes = [IsAuthenticated, MaySubmit]
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    def post(self, request, project: str, name: str) -> Response:
+        job = lifecycle.stop(self.job(), request.user)
+        return Response(JobSerializer(job, context={"request": request}).data)
+
+
+class JobResume(JobMixin, APIView):
+    """POST: queue a Stopped job again with the same spec (Pending, waiting from now); its next
+    start is a new run. 409 for a job that is not Stopped."""
+
+    permission_classes = [IsAuthenticated, MaySubmit]
+
+    @extend_schema(request=None, responses={200: JobSerializer})
+    def post(self, request, project: str, name: str) -> Response:
+        job = services.resume_job(self.job(), request.user)
+        return Response(JobSerializer(job, context={"request": request}).data)
 
 
 class JobEvents(JobMixin, generics.ListAPIView):
@@ -149,37 +179,74 @@ class JobEvents(JobMixin, generics.ListAPIView):
         return JobEvent.objects.filter(job=self.job()).order_by("time", "id")
 
 
+class JobRuns(JobMixin, generics.ListAPIView):
+    """GET a job's runs, first first: every start, where, how long, how it ended (completed,
+    evicted by whom and why, moved, stopped, failed, timed out) and its GPU-hours."""
+
+    serializer_class = JobRunSerializer
+    permission_classes = [IsAuthenticated]
+
+    def get_queryset(self):
+        return JobRun.objects.filter(job=self.job()).order_by("number")
+
+    def get_serializer_context(self) -> dict:
+        return {**super().get_serializer_context(), "now": timezone.now()}
+
+
 class JobLogs(JobMixin, APIView):
-    """GET the last `?tail=` lines (default 200) of a job's log, from the agent."""
+    """GET the last `?tail=` lines (default 200) of a job's log: the current run's from the
+    cluster while it runs, else those kept of its last run; `?run=N` for run N's."""
 
     permission_classes = [IsAuthenticated]
 
     @extend_schema(
-        parameters=[OpenApiParameter("tail", int, description=f"1..{TAIL_MAX}, default 200")],
+        parameters=[
+            OpenApiParameter("tail", int, description=f"1..{TAIL_MAX}, default 200"),
+            OpenApiParameter("run", int, description="a run's number (default: the latest)"),
+        ],
         responses=inline_serializer(
             "JobLogs",
             {
                 "project": serializers.CharField(),
                 "name": serializers.CharField(),
                 "status": serializers.CharField(),
+                "run": serializers.IntegerField(allow_null=True),
                 "lines": serializers.ListField(child=serializers.CharField()),
                 "simulated": serializers.BooleanField(),
             },
         ),
     )
     def get(self, request, project: str, name: str) -> Response:
-
         job = self.job()
         tail = parse_tail(request.query_params.get("tail", "200"))
+        run = self.run(job, request.query_params.get("run"))
+        if run is not None and run.ended_at is None and job.holds_gpus:
+            lines = job_logs(job, tail)  # the run going on: from the cluster
+        else:
+            lines = run.logs.splitlines()[-tail:] if run is not None and run.logs else []
         return Response(
             {
                 "project": job.project.name,
                 "name": job.name,
                 "status": job.status,
-                "lines": job_logs(job, tail),
+                "run": run.number if run is not None else None,
+                "lines": lines,
                 "simulated": get_agent().simulated,
             }
         )
+
+    @staticmethod
+    def run(job: Job, raw: str | None) -> JobRun | None:
+        """Run `raw` of the job (a 400 for a bad number, 404 for none such), else its latest."""
+        runs = JobRun.objects.filter(job=job).only("number", "ended_at", "logs")
+        if raw is None:
+            return runs.order_by("-number").first()
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValidationError({"run": [f"must be a run number (1, 2, ...), not {raw[:32]!r}"]})
+        run = runs.filter(number=int(raw)).first()
+        if run is None:
+            raise NotFound({"run": [f"job {job.project.name}/{job.name} has no run {raw}"]})
+        return run
 
 
 def parse_tail(raw: str) -> int:

@@ -11,7 +11,7 @@ import pytest
 from agents.simulated import SimulatedAgent
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, Status
-from portal.jobs.services import stop_job, submit_job
+from portal.jobs.services import delete_job, submit_job
 from portal.scheduling.cycle import run_cycle
 from portal.scheduling.settle import settle
 from portal.tenancy.models import Project
@@ -64,7 +64,7 @@ class Cluster:
         return submit_job(None, owner, name=name, gpus=Decimal(str(gpus)), **fields)
 
     def delete(self, project: str, name: str) -> None:
-        stop_job(Job.objects.get(project__name=project, name=name))
+        delete_job(Job.objects.get(project__name=project, name=name))
 
     def cycle(self):
         return run_cycle(self.agent, wait=True)

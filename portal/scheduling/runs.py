@@ -1,0 +1,120 @@
+"""Runs: every start of a job opens one, its end closes it (`portal.jobs.models.JobRun`).
+
+`run_writes` is part of the cycle's commit (same transaction, so a run is open exactly while the
+job row holds GPUs); `keep_logs` runs after the commit, before the cluster is told to stop a
+run's pods, because the logs live in those pods and a network call never runs under the lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db.models import Max
+from django.utils import timezone
+
+from agents.base import Agent, JobKey
+from portal.jobs import placement
+from portal.jobs.models import JobRun, RunEnd, Status
+from portal.scheduling.agent import job_spec, placement_specs
+from scheduler import Decision, Plan
+
+if TYPE_CHECKING:  # observe calls keep_logs: these are for the annotations only
+    from portal.scheduling.observe import Transition
+    from portal.scheduling.snapshot import CycleRows
+
+ENDS = {Status.SUCCEEDED: RunEnd.COMPLETED, Status.FAILED: RunEnd.FAILED,
+        Status.TIMED_OUT: RunEnd.TIMED_OUT}  # fmt: skip
+ENDED_BY = {Status.SUCCEEDED: "", Status.FAILED: "the cluster",
+            Status.TIMED_OUT: "the project's policy"}  # fmt: skip
+LOG_CHARS_MAX = 200_000  # a run's kept log, at most (its last lines)
+
+
+def ended_by(decision: Decision) -> str:
+    """Who ended a run: "team-a's reclaim", "team-b's preempt", "consolidation"."""
+    if decision.beneficiary is not None:
+        return f"{decision.beneficiary[0]}'s {decision.action}"
+    return decision.action
+
+
+def run_writes(
+    state: CycleRows, plan: Plan, changes: list[Transition], now: datetime
+) -> list[JobKey]:
+    """Close the runs that end in this cycle and open those that start; the keys of the jobs
+    whose run ended (their logs are kept after the commit, `keep_logs`)."""
+    closing: dict[JobKey, tuple[str, str, str]] = {}
+    for change in changes:
+        if change.leaves:
+            closing[change.job] = (ENDS[change.new_status], ENDED_BY[change.new_status],
+                                   change.message)  # fmt: skip
+    by_job: dict[JobKey, list[Decision]] = {}
+    for decision in plan.decisions:
+        by_job.setdefault(decision.job, []).append(decision)
+    opening = []
+    for key, decisions in by_job.items():
+        last, evicting = decisions[-1], [d for d in decisions if d.kind == "evict"]
+        if state.rows[key].holding and (evicting or last.kind == "move"):
+            cause = evicting[0] if evicting else last
+            end = RunEnd.EVICTED if evicting else RunEnd.MOVED
+            closing[key] = (end, ended_by(cause), cause.reason)
+        if last.kind != "evict":
+            opening.append(last)
+    _close(state, closing, now)
+    _open(state, opening, now)
+    return list(closing)
+
+
+def _close(state: CycleRows, closing: dict[JobKey, tuple[str, str, str]], now: datetime) -> None:
+    ids = {state.rows[key].id: how for key, how in closing.items()}
+    runs = list(JobRun.objects.filter(job_id__in=ids, ended_at__isnull=True))
+    for run in runs:
+        run.ended_at = now
+        run.end, run.ended_by, run.reason = ids[run.job_id]
+    JobRun.objects.bulk_update(runs, ["ended_at", "end", "ended_by", "reason"], batch_size=500)
+
+
+def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
+    if not starts:
+        return
+    jobs = {job.key: job for job in state.jobs}
+    ids = [state.rows[decision.job].id for decision in starts]
+    last = dict(
+        JobRun.objects.filter(job_id__in=ids)
+        .values("job_id")
+        .annotate(last=Max("number"))
+        .values_list("job_id", "last")
+    )
+    JobRun.objects.bulk_create(
+        JobRun(job_id=job_id, number=last.get(job_id, 0) + 1, started_at=now,
+               placement=placement.encode(decision.placement),
+               gpus=jobs[decision.job].milli_total / 1000)
+        for job_id, decision in zip(ids, starts, strict=True)
+    )  # fmt: skip
+
+
+def keep_logs(agent: Agent, keys: Iterable[JobKey]) -> None:
+    """Store the last lines of each job's latest ended run whose logs were not kept yet, read
+    from the cluster before its pods are stopped (call it with no transaction open)."""
+    keys = set(keys)
+    if not keys:
+        return
+    runs = (
+        JobRun.objects.filter(job__name__in={name for _, name in keys}, ended_at__isnull=False,
+                              logs_kept_at__isnull=True)
+        .select_related("job__project", "job__user")
+        .order_by("job_id", "-number")
+    )  # fmt: skip
+    seen = set()
+    for run in runs:
+        if run.job_id in seen or (run.job.project.name, run.job.name) not in keys:
+            continue
+        seen.add(run.job_id)
+        spec = replace(job_spec(run.job), placement=placement_specs(run.placement),
+                       started_at=run.started_at)  # fmt: skip
+        lines = agent.logs(spec, settings.ALLOT_RUN_LOG_LINES)
+        run.logs = "\n".join(lines)[-LOG_CHARS_MAX:]
+        run.logs_kept_at = timezone.now()
+        run.save(update_fields=["logs", "logs_kept_at"])
