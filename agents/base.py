@@ -12,6 +12,7 @@ the agent for both rather than knowing which kind of agent it runs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -230,6 +231,11 @@ class Agent(Protocol):
 
     def stop(self, project: str, name: str) -> None:
         """Stop and forget the job; stopping an unknown job does nothing."""
+        ...
+
+    def carry_out(self, stops: Iterable[JobKey], starts: Iterable[JobSpec]) -> None:
+        """`stop` each of `stops`, then `start` each of `starts`: a cycle's work in one call, so
+        an agent may carry independent jobs out concurrently."""
         ...
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:

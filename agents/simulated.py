@@ -17,7 +17,7 @@ import math
 import random
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import NoReturn
@@ -80,6 +80,13 @@ class SimulatedAgent:
             self._jobs.pop((project, name), None)
         if self.sessions is not None:
             self.sessions.stop(project, name)
+
+    def carry_out(self, stops: Iterable[JobKey], starts: Iterable[JobSpec]) -> None:
+        """`stop` each of `stops`, then `start` each of `starts`."""
+        for key in stops:
+            self.stop(*key)
+        for job in starts:
+            self.start(job)
 
     def has_session(self, job: JobSpec) -> bool:
         """True when a real Jupyter server backs this job: interactive, port 8888, sessions on."""

@@ -354,6 +354,8 @@ if bool(ALLOT_K8S_CLIENT_CERT_FILE) != bool(ALLOT_K8S_CLIENT_KEY_FILE):
 ALLOT_K8S_NODEPORT_HOST = envstr("ALLOT_K8S_NODEPORT_HOST", "")
 # A Service or Ingress with Allot's labels that no job claims this long is deleted.
 ALLOT_K8S_ORPHAN_GRACE_S = envfloat("ALLOT_K8S_ORPHAN_GRACE_S", 60.0)
+# How many jobs the agent starts or stops at once, each on a pooled connection (1: one by one).
+ALLOT_K8S_CONCURRENCY = envint("ALLOT_K8S_CONCURRENCY", 16, minimum=1)
 ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")
 # Under the simulated agent, interactive jobs on port 8888 get a real local JupyterLab
 ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)

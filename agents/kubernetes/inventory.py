@@ -51,20 +51,26 @@ class KubernetesConfig:
     sweep_interval_s: float = 15.0  # how often Services and Ingresses are listed for that
     vanished_after_s: float = 30.0  # a started job missing pods this long was deleted outside
     namespace_setup_s: float = 60.0  # how long a new namespace may lack its service account
+    concurrency: int = 16  # how many jobs are started (stopped) at once, each on a connection
 
 
 def api_client(config: KubernetesConfig) -> client.ApiClient:
     """An ApiClient for `config.host` (with its credentials), the in-cluster account, or the
     kubeconfig context."""
     if config.host:
-        return client.ApiClient(host_configuration(config))
-    from kubernetes import config as kube_config
+        configuration = host_configuration(config)
+    else:
+        from kubernetes import config as kube_config
 
-    try:
-        kube_config.load_incluster_config()
-    except kube_config.ConfigException:
-        kube_config.load_kube_config(context=config.context)
-    return client.ApiClient()
+        try:
+            kube_config.load_incluster_config()
+        except kube_config.ConfigException:
+            kube_config.load_kube_config(context=config.context)
+        configuration = client.Configuration.get_default_copy()
+    # One pooled connection for each job carried out at once (the watch has its own).
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize,
+                                                config.concurrency + 2)  # fmt: skip
+    return client.ApiClient(configuration)
 
 
 def host_configuration(config: KubernetesConfig) -> client.Configuration:

@@ -10,14 +10,24 @@ Creating what already exists (409 AlreadyExists) counts as done, so a start may 
 created in a namespace whose service account is not there yet is retried at once a few times
 (issue 25 item 5).
 
-`stop_job` deletes the job's pods, Services and Ingresses by label, each kind even when another
-fails, and falls back to listing and deleting one by one where the server does not allow a
-delete-collection (405 on older servers, or an RBAC role without `deletecollection`).
+The project's namespace is created once per process (`Namespaces` remembers those known to
+exist): a start is then a pod and its binding, two requests, instead of a namespace POST that
+answers 409 every time. A namespace deleted outside Allot since is created again when a pod's
+creation says it is not found.
+
+`stop_job` of a job whose spec is known deletes its pods by name, and its Service and Ingress by
+name only when it has them (ports; `service_type=ingress`): one request for a one-pod job
+without ports, where a delete-collection by label is a consistent list on the server for each
+kind. A job whose spec is not known (another process started it) is deleted by label, each kind
+even when another fails, falling back to listing and deleting one by one where the server does
+not allow a delete-collection (405 on older servers, or an RBAC role without
+`deletecollection`).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 
@@ -46,6 +56,39 @@ def _create(call, *args) -> bool:
 def ensure_namespace(core: client.CoreV1Api, name: str, body: dict) -> None:
     """Create the namespace unless it exists."""
     _create(core.create_namespace, body)
+
+
+class Namespaces:
+    """The namespaces known to exist, each created (or found there) once per process; safe
+    from several threads."""
+
+    def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._lock = threading.Lock()
+
+    def ensure(self, core: client.CoreV1Api, name: str, body: dict) -> None:
+        """Create the namespace unless it is known to exist."""
+        if name in self._known:
+            return
+        ensure_namespace(core, name, body)
+        with self._lock:
+            self._known.add(name)
+
+    def forget_gone(self, exc: Exception) -> bool:
+        """Forget the namespace `exc` (a 404) says is not found; True when it was known, so
+        that creating it again and trying once more can help."""
+        if not isinstance(exc, ApiException) or exc.status != NOT_FOUND:
+            return False
+        try:
+            details = json.loads(exc.body or "{}").get("details") or {}
+        except (TypeError, ValueError):
+            return False
+        if details.get("kind") != "namespaces":
+            return False
+        with self._lock:
+            known = details.get("name") in self._known
+            self._known.discard(details.get("name"))
+        return known
 
 
 def bind(core: client.CoreV1Api, namespace: str, pod: str, node: str) -> None:
@@ -112,16 +155,30 @@ def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
 
 
 def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
-              image_pull_policy: str = "IfNotPresent",
-              session_secret: str = "") -> list[str]:  # fmt: skip
+              image_pull_policy: str = "IfNotPresent", session_secret: str = "",
+              namespaces: Namespaces | None = None) -> list[str]:  # fmt: skip
     """Create and bind every pod of `job` (and the reservations of its shared devices); the
-    names of the job's pods. All or nothing: a failure deletes the job's pods again."""
+    names of the job's pods. All or nothing: a failure deletes the job's pods again.
+
+    `namespaces` (the caller's, kept between starts) spares the namespace's creation when it is
+    known to exist; one deleted since is created again, and the start tried once more."""
     core = client.CoreV1Api(api)
-    namespace = manifests.namespace_for(job.project)
     made = manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret)
-    ensure_namespace(core, namespace, manifests.namespace(job.project))
+    namespaces = namespaces if namespaces is not None else Namespaces()
+    try:
+        return _start(core, job, made, namespaces)
+    except ApiException as exc:
+        if not namespaces.forget_gone(exc):
+            raise
+    return _start(core, job, made, namespaces)
+
+
+def _start(core: client.CoreV1Api, job: JobSpec, made: list[dict],
+           namespaces: Namespaces) -> list[str]:  # fmt: skip
+    namespace = manifests.namespace_for(job.project)
+    namespaces.ensure(core, namespace, manifests.namespace(job.project))
     for node, device in manifests.shared_devices(job):
-        reserve(core, node, device)
+        reserve(core, node, device, namespaces)
     created: list[str] = []
     try:
         for pod in made:
@@ -136,15 +193,21 @@ def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int
     return [pod["metadata"]["name"] for pod in made]
 
 
-def reserve(core: client.CoreV1Api, node: str, device: int) -> None:
+_reserving = threading.Lock()  # two jobs sharing a device, started at once, bind its pod once
+
+
+def reserve(core: client.CoreV1Api, node: str, device: int,
+            namespaces: Namespaces | None = None) -> None:  # fmt: skip
     """Hold one shared device on `node` with a reservation pod (bound there)."""
-    ensure_namespace(core, manifests.RESERVATION_NAMESPACE,
-                     {"apiVersion": "v1", "kind": "Namespace",
-                      "metadata": {"name": manifests.RESERVATION_NAMESPACE,
-                                   "labels": manifests.MANAGED_BY}})  # fmt: skip
+    namespaces = namespaces if namespaces is not None else Namespaces()
+    namespaces.ensure(core, manifests.RESERVATION_NAMESPACE,
+                      {"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": manifests.RESERVATION_NAMESPACE,
+                                    "labels": manifests.MANAGED_BY}})  # fmt: skip
     pod = manifests.reservation_pod(node, device)
-    if create_pod(core, manifests.RESERVATION_NAMESPACE, pod):
-        bind(core, manifests.RESERVATION_NAMESPACE, pod["metadata"]["name"], node)
+    with _reserving:
+        if create_pod(core, manifests.RESERVATION_NAMESPACE, pod):
+            bind(core, manifests.RESERVATION_NAMESPACE, pod["metadata"]["name"], node)
 
 
 def delete_pod(core: client.CoreV1Api, namespace: str, name: str, grace_period_s: int) -> None:
@@ -173,11 +236,16 @@ def selector(project: str, name: str) -> str:
     return f"allot.io/project={project},allot.io/job={name}"
 
 
-def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int = 30) -> None:
-    """Delete every pod, Service and Ingress of the job (found by its labels).
+def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int = 30,
+             job: JobSpec | None = None) -> None:  # fmt: skip
+    """Delete every pod, Service and Ingress of the job: those `job` (its spec, when known)
+    has, by name; else every one its labels find.
 
-    Each kind is deleted even when another fails; then the failure that decides the retry
-    (`faults.worst`) is raised."""
+    Each object (each kind, by label) is deleted even when another fails; then the failure that
+    decides the retry (`faults.worst`) is raised."""
+    if job is not None:
+        _stop_known(api, job, grace_period_s)
+        return
     namespace, labels = manifests.namespace_for(project), selector(project, name)
     core, networking = client.CoreV1Api(api), client.NetworkingV1Api(api)
     kinds = [
@@ -192,6 +260,33 @@ def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int
     for collection, listing, one, options in kinds:
         try:
             delete_labelled(collection, listing, one, namespace, labels, **options)
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise faults.worst(errors)
+
+
+def _stop_known(api: client.ApiClient, job: JobSpec, grace_period_s: int) -> None:
+    """Delete the pods `job` has, its Service when it has ports, its Ingress when it is exposed
+    through one: by name, each even when another fails."""
+    namespace = manifests.namespace_for(job.project)
+    core = client.CoreV1Api(api)
+    deletes = [
+        (
+            core.delete_namespaced_pod,
+            manifests.pod_name(job, index),
+            {"grace_period_seconds": grace_period_s},
+        )
+        for index in range(len(job.placement))
+    ]
+    if job.ports:
+        deletes.append((core.delete_namespaced_service, job.name, {}))
+    if job.ports and job.service_type == "ingress":
+        deletes.append((client.NetworkingV1Api(api).delete_namespaced_ingress, job.name, {}))
+    errors = []
+    for one, name, options in deletes:
+        try:
+            delete_one(one, namespace, name, **options)
         except Exception as exc:
             errors.append(exc)
     if errors:

@@ -154,16 +154,12 @@ def _carry_out(agent: Agent, result: CycleResult) -> None:
     """After the commit: stop what finished or was evicted, start what was placed or moved.
 
     Starts are read back from the committed rows, so a job deleted since the commit is not
-    started, and a start repeated by the next cycle's reconciliation changes nothing. The logs of
-    the runs that ended are kept first, while their pods still exist."""
+    started, and a start repeated by the next cycle's reconciliation changes nothing. The agent
+    gets them all in one call (it may carry independent jobs out concurrently). The logs of the
+    runs that ended are kept first, while their pods still exist."""
     ended = [change.job for change in result.transitions if change.leaves]
     runs.keep_logs(agent, ended + [d.job for d in result.decisions if d.kind != "start"])
-    for change in result.transitions:
-        if change.leaves:
-            agent.stop(*change.job)
-    for decision in result.decisions:
-        if decision.kind == "evict":
-            agent.stop(*decision.job)
+    stops = [change.job for change in result.transitions if change.leaves]
+    stops += [decision.job for decision in result.decisions if decision.kind == "evict"]
     placed = Job.objects.filter(id__in=result.started_ids, status__in=HOLDING)
-    for values in placed.values(*SPEC_FIELDS):
-        agent.start(spec_from_values(values))
+    agent.carry_out(stops, [spec_from_values(values) for values in placed.values(*SPEC_FIELDS)])

@@ -46,13 +46,12 @@ def reconcile(agent: Agent) -> Observation:
     seen = agent.observe()
     rows = Job.objects.filter(status__in=HOLDING).values_list("project__name", "name", "id")
     holding = {(project, name): job_id for project, name, job_id in rows}
+    missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]
+    starts = [spec_from_values(values) for values in
+              Job.objects.filter(id__in=missing).values(*SPEC_FIELDS)]  # fmt: skip
     gone = seen.jobs.keys() - holding.keys()  # stopped by their owner, deleted, or ended
     runs.keep_logs(agent, gone)  # a stopped job's last run: its pods are still there
-    for key in gone:
-        agent.stop(*key)
-    missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]
-    for values in Job.objects.filter(id__in=missing).values(*SPEC_FIELDS):
-        agent.start(spec_from_values(values))
+    agent.carry_out(sorted(gone), starts)
     sessions = agent.sessions
     for session in sessions.all() if sessions is not None else ():
         if (session.project, session.name) not in holding:  # left by a process that died
