@@ -50,8 +50,8 @@ def _errors(method: str, operation: dict, throttled: bool) -> dict:
     errors = {}
     if "requestBody" in operation or query:
         errors["400"] = _answer("Invalid input, by field.", "FieldErrors", *formats)
-    errors["401"] = _answer("No credentials, or bad ones.", "Detail")
-    errors["403"] = _answer("Not allowed to this user (or a cross-site write).", "Detail")
+    errors["401"] = _answer("No credentials, or bad ones.", "Detail", *formats)
+    errors["403"] = _answer("Not allowed to this user (or a cross-site write).", "Detail", *formats)
     in_path = [p for p in parameters if p["in"] == "path"]
     if in_path or "requestBody" in operation or query & {"page", "format"}:
         # a path no route matches (an id that is not a number) is Django's own HTML page
