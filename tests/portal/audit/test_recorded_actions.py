@@ -132,8 +132,15 @@ def test_what_no_request_did_is_the_systems(db):
 def test_an_edit_in_djangos_admin_is_recorded(client, cluster_admin, nodes):
     client.force_login(cluster_admin)
     node = nodes[0]
-    form = {"name": node.name, "gpus": 8, "gpu_memory_mib": 32768, "pool": "default",
-            "ready": "on", "gpu_product": "", "_save": "Save"}  # schedulable unticked: a cordon
+    form = {
+        "name": node.name,
+        "gpus": 8,
+        "gpu_memory_mib": 32768,
+        "pool": "default",
+        "ready": "on",
+        "gpu_product": "",
+        "_save": "Save",
+    }  # schedulable unticked: a cordon
     answer = client.post(f"/admin/cluster/node/{node.pk}/change/", form,
                          REMOTE_ADDR="203.0.113.8")  # fmt: skip
     assert answer.status_code == 302, answer.content[:2000]
@@ -142,3 +149,18 @@ def test_an_edit_in_djangos_admin_is_recorded(client, cluster_admin, nodes):
     assert (entry.target_type, entry.target_id, entry.target_label) == (
         "node", str(node.pk), "dgx1-1")  # fmt: skip
     assert "Schedulable" in entry.note and "Django's admin" in entry.note
+
+
+def test_jobs_stopped_and_resumed(client_for, member, team_a, nodes):
+    client = client_for(member)
+    assert client.post("/api/v1/jobs/", JOB, format="json").status_code == 201
+    answer = client.post("/api/v1/jobs/team-a/train-1/stop/")
+    assert answer.status_code == 200, answer.content
+    stopped = only("job.stopped")
+    assert (stopped.actor_username, stopped.target_label, stopped.address) == (
+        "bob", "team-a/train-1", ADDRESS)  # fmt: skip
+    assert stopped.changes == {"status": ["Pending", "Stopped"]}
+    assert client.post("/api/v1/jobs/team-a/train-1/resume/").status_code == 200
+    assert only("job.resumed").changes == {"status": ["Stopped", "Pending"]}
+    assert client.delete("/api/v1/jobs/team-a/train-1/").status_code in (200, 202, 204)
+    assert only("job.deleted").changes == {"status": ["Pending", None]}
