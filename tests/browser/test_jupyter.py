@@ -110,3 +110,71 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_file_written_in_jupyterlab_survives_stop_and_relaunch(
+    page, server, member, nodes, artifacts, settings
+):
+    """Issue 23: bob's notebooks in team-a live in his workspace there, which outlives sessions."""
+    sign_in(page, server, "bob")
+    first = _launch(page, server, "team-a")
+    _run(page, "open('kept.txt', 'w').write('survives stop')", "13")
+    page.screenshot(path=artifacts / "workspace-written.png")
+    sessions = LocalSessions(settings.ALLOT_SESSIONS_DIR)
+    session = sessions.get("team-a", first)
+
+    page.goto(f"{server.url}/jobs/team-a/{first}/")
+    page.get_by_role("button", name="Stop", exact=True).click()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _alive(session.pid):
+        time.sleep(0.1)
+    assert not _alive(session.pid), "the Jupyter server still runs after Stop"
+    assert sessions.get("team-a", first) is None
+
+    second = _launch(page, server, "team-a")  # a new session, the same workspace
+    page.locator(".jp-DirListing-content").get_by_text("kept.txt").wait_for(timeout=30_000)
+    # JupyterLab reopens the workspace as it was left: the notebook, asking for its kernel
+    page.locator(".jp-Dialog").get_by_role("button", name="Select").click(timeout=30_000)
+    page.screenshot(path=artifacts / "workspace-relaunched.png")
+    _run(page, "open('kept.txt').read()", "'survives stop'")
+    page.screenshot(path=artifacts / "workspace-after-relaunch.png")
+    print(f"launched {first}, stopped it, launched {second}: kept.txt was there")
+
+
+def _launch(page, server, project: str) -> str:
+    """Launch Jupyter in `project` from the page, open it; the job's name."""
+    page.goto(server.url + "/jupyter/new/")
+    page.get_by_label("Project").select_option(project)
+    page.get_by_label("GPUs").fill("0.5")
+    page.get_by_role("button", name="Launch Jupyter").click()
+    page.wait_for_url(f"{server.url}/jobs/{project}/jupyter-*/")
+    name = page.url.rstrip("/").rsplit("/", 1)[-1]
+    page.locator("#open-session").click()
+    page.wait_for_url(f"**/sessions/{project}/{name}/lab**", timeout=60_000)
+    page.locator(".jp-DirListing-content").wait_for(timeout=60_000)  # the lab is up
+    return name
+
+
+def _run(page, code: str, shown: str) -> None:
+    """Open a new notebook from a new launcher (JupyterLab reopens a workspace with its last
+    notebook in front), run `code` in its first cell, expect `shown`."""
+    page.locator('.jp-FileBrowser [data-command="launcher:create"]').first.click()
+    page.locator('.jp-LauncherCard[data-category="Notebook"]:visible').first.click()
+    notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+    editor = notebook.locator(".jp-Cell .cm-content").first
+    editor.wait_for(timeout=30_000)
+    expect(
+        notebook.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first
+    ).to_be_attached(timeout=60_000)
+    editor.click()
+    page.keyboard.type(code)
+    output = notebook.locator(".jp-OutputArea-output").first
+    for _attempt in range(3):  # JupyterLab may still be swapping in the notebook's kernel
+        notebook.locator(".jp-Cell").first.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(output).to_have_text(shown, timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    expect(output).to_have_text(shown)
