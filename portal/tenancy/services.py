@@ -137,3 +137,45 @@ def revoke_token(user: AbstractBaseUser) -> bool:
     """Delete `user`'s API token (every client using it gets 401); False when there was none."""
     deleted, _ = Token.objects.filter(user=user).delete()
     return bool(deleted)
+
+
+def _last_admin(user: AbstractBaseUser) -> bool:
+    """Whether `user` is the only active cluster admin left (who would then be locked out)."""
+    admins = get_user_model().objects.filter(is_staff=True, is_active=True)
+    return user.is_staff and user.is_active and not admins.exclude(pk=user.pk).exists()
+
+
+def update_user(user: AbstractBaseUser, *, by: AbstractBaseUser, is_active: bool | None = None,
+                is_staff: bool | None = None) -> AbstractBaseUser:  # fmt: skip
+    """Activate or deactivate an account, or make it a cluster admin or not; 409 when `by` would
+    lock themselves out or leave the cluster without an active admin. A deactivated user's
+    sessions and API tokens stop working at their next request; their jobs stay."""
+    changes = {field: [getattr(user, field), value]
+               for field, value in (("is_active", is_active), ("is_staff", is_staff))
+               if value is not None and value != getattr(user, field)}  # fmt: skip
+    if not changes:
+        return user
+    if user.pk == by.pk:
+        raise conflict("username", "you cannot deactivate yourself or drop your own admin role")
+    if _last_admin(user):
+        raise conflict("username", f"{user.get_username()} is the last active cluster admin")
+    with transaction.atomic():
+        for field, (_, value) in changes.items():
+            setattr(user, field, value)
+        if "is_staff" in changes:
+            user.is_superuser = user.is_staff  # Django's admin follows the cluster admin flag
+        user.save(update_fields=[*changes, "is_superuser"])
+        audit.record("user.changed", user, changes=changes)
+    return user
+
+
+def delete_user(user: AbstractBaseUser, *, by: AbstractBaseUser) -> None:
+    """Delete an account with its memberships and tokens; its jobs stay, without an owner (their
+    user shows as "-"). 409 for oneself and for the last active cluster admin."""
+    if user.pk == by.pk:
+        raise conflict("username", "you cannot delete your own account")
+    if _last_admin(user):
+        raise conflict("username", f"{user.get_username()} is the last active cluster admin")
+    with transaction.atomic():
+        audit.record("user.deleted", user, changes={"username": [user.get_username(), None]})
+        user.delete()

@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.core.exceptions import PermissionDenied
+from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -30,15 +31,25 @@ from portal.jobs.queries import with_usage
 from portal.notify import services as notify_services
 from portal.notify.models import Delivery, Preference, Webhook
 from portal.tenancy import services
-from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Role
+from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Project, Role
 from portal.tenancy.queries import min_runtimes
-from portal.web.forms import CHECK, INTEGER, LIST, NUMBER, TEXT, field_errors, form_input
+from portal.web.forms import (
+    CHECK,
+    INTEGER,
+    LIST,
+    NUMBER,
+    SECONDS,
+    TEXT,
+    as_duration,
+    field_errors,
+    form_input,
+)
 
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
-    "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, NUMBER),
-    **dict.fromkeys(MIN_RUNTIME_FIELDS, NUMBER),
-}  # fmt: skip
+    "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
+    **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS),
+}  # fmt: skip (time limits read as the CLI takes them: 90m, 2h, 1d)
 
 
 def _require(allowed: bool) -> None:
@@ -53,7 +64,8 @@ def projects(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "web/projects.html",
-        {"page": "projects", "projects": rows, "can_create": access.is_cluster_admin(request.user)},
+        {"page": "projects", "projects": rows, "can_create": access.is_cluster_admin(request.user),
+         "quota_warnings": quota_warnings() if access.is_cluster_admin(request.user) else []},
     )
 
 
@@ -108,13 +120,17 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
             saved, errors = _save_project(request, project, kinds)
             if saved is not None:
                 messages.success(request, f"Project {saved.name} saved.")
+                for warning in quota_warnings(saved.name):
+                    messages.warning(request, warning)
                 return redirect("project-detail", name=saved.name)
     elif project is not None:
         values = {
             "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
             "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
-            **{field: "" if getattr(project, field) is None else str(getattr(project, field))
-               for field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # str: 0 is not empty
+            **{field: as_duration(getattr(project, field)) if kind == SECONDS
+               else _plain(getattr(project, field))
+               for field, kind in PROJECT_FIELDS.items()
+               if field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # "0", not empty
         }  # fmt: skip
     return render(
         request,
@@ -123,6 +139,21 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
          "errors": errors, "pools": sorted(set(Node.objects.values_list("pool", flat=True)))},
         status=status,
     )  # fmt: skip
+
+
+def quota_warnings(name: str | None = None) -> list[str]:
+    """Quotas the cluster cannot honour (issue 24): one project's above all the cluster's GPUs
+    (only `name`'s when given), or all of them together above those GPUs."""
+    gpus = float(Node.objects.aggregate(total=Sum("gpus"))["total"] or 0)
+    quotas = {project: float(q) for project, q in Project.objects.values_list("name", "quota")}
+    warnings = [f"{project}'s quota of {quota:g} GPUs is more than the cluster's {gpus:g} GPUs: "
+                "it can never be met." for project, quota in sorted(quotas.items())
+                if quota > gpus and name in (None, project)]  # fmt: skip
+    total = sum(quotas.values())
+    if total > gpus:
+        warnings.append(f"Quotas add up to {total:g} GPUs, more than the cluster's {gpus:g}: not "
+                        "every project can have its quota at the same time.")  # fmt: skip
+    return warnings
 
 
 def _refused_fields(post, kinds: dict[str, str]) -> list[str]:
@@ -306,7 +337,11 @@ def users(request: HttpRequest) -> HttpResponse:
             except APIException as exc:
                 errors = field_errors(exc)
         errors = errors or field_errors(serializer.errors)
-    people = get_user_model().objects.order_by("username").prefetch_related("memberships__project")
+    people = list(
+        get_user_model().objects.order_by("username").prefetch_related("memberships__project")
+    )
+    for person in people:  # what the page offers on each row, as portal.access says
+        person.change_refused = access.why_not_change_account(request.user, person)
     context = {"page": "users", "people": people, "errors": errors, "values": values}
     return render(request, "web/users.html", context)
 

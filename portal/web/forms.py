@@ -16,9 +16,9 @@ from django.http import QueryDict
 from rest_framework.exceptions import APIException
 
 # how a form field's text becomes serializer input
-TEXT, NUMBER, INTEGER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION = (
+TEXT, NUMBER, INTEGER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION, SECONDS = (
     "text", "number", "integer", "float", "list", "words", "env", "check", "ports", "volumes",
-    "duration",
+    "duration", "seconds",
 )  # fmt: skip
 # Numbers are written with the digits 0-9 only: Python's int(), float() and Decimal() (and so
 # DRF's fields) also read other scripts' digits, such as the full-width 1, U+FF11 (issue 22,
@@ -55,6 +55,8 @@ def read_field(post: QueryDict, name: str, kind: str) -> tuple[object, str | Non
     raw = post.get(name, "").strip()
     if kind == NUMBER:
         return _number(raw) if raw else (None, None)
+    if kind == SECONDS:  # a project's time limit: empty means none, -1 or never means never
+        return _seconds(raw) if raw else (None, None)
     if not raw:
         return ABSENT, None
     return READERS[kind](raw)
@@ -93,6 +95,27 @@ def _duration(raw: str) -> tuple[object, str | None]:
     if match is None:
         return ABSENT, f"must be a duration such as 90m, 2h or 1d, not {raw[:32]!r}"
     return int(match[1]) * SECONDS_PER[match[2].lower()], None
+
+
+def _seconds(raw: str) -> tuple[object, str | None]:
+    """90m, 2h, 1d or plain seconds as the CLI takes them; -1 or "never" stay -1 (the serializer
+    says where "never" is allowed)."""
+    if raw.lower() in ("-1", "never"):
+        return -1, None
+    return _duration(raw)
+
+
+def as_duration(seconds) -> str:
+    """Seconds as the shortest duration a form reads back: 5400 -> 90m, 7200 -> 2h, -1 -> never."""
+    if seconds is None:
+        return ""
+    seconds = int(seconds)
+    if seconds == -1:
+        return "never"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return str(seconds)
 
 
 def _list(raw: str) -> tuple[object, str | None]:

@@ -3,7 +3,15 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
-from portal.web import admin_pages, audit_pages, job_pages, sessions, views, workspace_pages
+from portal.web import (
+    admin_pages,
+    audit_pages,
+    job_pages,
+    sessions,
+    user_pages,
+    views,
+    workspace_pages,
+)
 
 SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 
@@ -36,6 +44,7 @@ urlpatterns = [
     path("users/", admin_pages.users, name="users"),
     path("audit/", audit_pages.audit_log, name="audit"),
     path("users/<str:username>/password/", admin_pages.user_password, name="user-password"),
+    path("users/<str:username>/update/", user_pages.user_update, name="user-update"),
     path("jobs/", job_pages.jobs, name="jobs"),
     path("jobs/new/", job_pages.job_new, name="job-new"),
     path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),

@@ -1,0 +1,51 @@
+"""A cluster admin's actions on one account from the Users page: deactivate or activate it, make
+it a cluster admin or not, delete it. Who may is asked of `portal.access`; what is refused (one's
+own account, the last admin) is decided by `portal.tenancy.services`, whose reason is shown."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+from rest_framework.exceptions import APIException
+
+from portal import access
+from portal.tenancy import services
+from portal.web.forms import field_errors
+
+# the Users page's buttons: (flags to set, what the message says was done)
+ACTIONS = {
+    "deactivate": ({"is_active": False}, "deactivated: they can no longer sign in or use tokens"),
+    "activate": ({"is_active": True}, "activated"),
+    "make-admin": ({"is_staff": True}, "is now a cluster admin"),
+    "remove-admin": ({"is_staff": False}, "is no longer a cluster admin"),
+}
+
+
+@login_required
+@require_POST
+def user_update(request: HttpRequest, username: str) -> HttpResponse:
+    """One of ACTIONS, or "delete", on `username` (cluster admins)."""
+    if not access.can_manage_users(request.user):
+        raise PermissionDenied("Only cluster admins change accounts.")
+    person = get_user_model().objects.filter(username=username).first()
+    if person is None:
+        raise Http404(f"User {username} not found.")
+    action = request.POST.get("action", "")
+    try:
+        if action == "delete":
+            services.delete_user(person, by=request.user)
+            messages.success(request, f"User {username} deleted; their jobs stay.")
+        elif action in ACTIONS:
+            flags, done = ACTIONS[action]
+            services.update_user(person, by=request.user, **flags)
+            messages.success(request, f"{username} {done}.")
+        else:
+            messages.error(request, f"unknown action {action[:40]!r}")
+    except APIException as exc:
+        messages.error(request, " ".join(r for rs in field_errors(exc).values() for r in rs))
+    return redirect("users")
