@@ -139,12 +139,6 @@ def extend_action(user, job: Job) -> tuple[bool, str] | None:
     return True, f"Moves its time limits and idle timeout {extension} s later, once."
 
 
-def can_delete_workspace(user, owner: str) -> bool:
-    """A user's persistent workspace in a project (their notebooks' files, issue 23) is deleted
-    by that user or by a cluster admin; to anyone else it does not exist."""
-    return user.get_username() == owner or is_cluster_admin(user)
-
-
 def why_not_change_account(user, person) -> str | None:
     """None when `user` may deactivate, delete or promote `person`'s account; else why not."""
     if not can_manage_users(user):
