@@ -17,8 +17,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from portal import access
-from portal.audit.models import AuditEntry
-from portal.audit.queries import FILTERS, filter_entries
+from portal.audit.queries import ACTIONS, FILTERS, filter_entries
 
 PAGE_SIZE = 50
 
@@ -36,7 +35,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         "page": "audit", "entries": page, "errors": errors, "chosen": chosen, "query": query,
         "csv_url": f"{reverse('audit-list')}?{urlencode({'format': 'csv'})}"
                    + (f"&{query}" if query else ""),
-        "actions": sorted(set(AuditEntry.objects.values_list("action", flat=True).distinct())),
+        "actions": ACTIONS,
         "status": 400 if errors else 200,
     }  # fmt: skip
     return render(request, "web/audit.html", context, status=context["status"])
