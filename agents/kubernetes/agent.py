@@ -79,7 +79,9 @@ class KubernetesAgent:
                  monotonic: Callable[[], float] = time.monotonic):  # fmt: skip
         self.config = config
         self.api = api_client(config)
-        self.sessions = KubernetesSessions(config.session_secret)
+        self.sessions = KubernetesSessions(
+            config.session_secret, self.api, config.workspace_size, config.workspace_storage_class
+        )
         self.clock = clock
         self.monotonic = monotonic
         self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s)
@@ -351,7 +353,8 @@ class KubernetesAgent:
     def _start_one(self, job: JobSpec, memory: dict[str, int]) -> None:
         try:
             pods.start_job(self.api, job, memory, self.config.image_pull_policy,
-                           self.config.session_secret, self._namespaces)  # fmt: skip
+                           self.config.session_secret, self._namespaces,
+                           self.sessions.claim_for(job))  # fmt: skip
             try:
                 pods.expose(self.api, job, self.config.ingress_host, self.config.ingress_class)
             except Exception:

@@ -47,6 +47,8 @@ class KubernetesConfig:
     node_refresh_s: float = 10.0  # how often the node list is read again
     max_backoff_s: float = 60.0  # the longest wait between attempts while the API is down
     session_secret: str = ""  # derives Jupyter tokens the portal's session proxy sends
+    workspace_size: str = "10Gi"  # each user's workspace claim per project (issue 23)...
+    workspace_storage_class: str | None = None  # ...of this class (None: the cluster's default)
     orphan_grace_s: float = 60.0  # a Service or Ingress no job claims this long is deleted
     sweep_interval_s: float = 15.0  # how often Services and Ingresses are listed for that
     vanished_after_s: float = 30.0  # a started job missing pods this long was deleted outside

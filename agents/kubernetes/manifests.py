@@ -89,6 +89,8 @@ def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
             container = pod["spec"]["containers"][0]
             container["args"] = extra["args"]
             container["env"] = container["env"] + extra["env"]
+            if job.user:  # the user's workspace in the project at the notebook's home
+                sessions.mount_workspace(pod, job)
     return pods
 
 

@@ -156,27 +156,31 @@ def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
 
 def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
               image_pull_policy: str = "IfNotPresent", session_secret: str = "",
-              namespaces: Namespaces | None = None) -> list[str]:  # fmt: skip
+              namespaces: Namespaces | None = None,
+              workspace: dict | None = None) -> list[str]:  # fmt: skip
     """Create and bind every pod of `job` (and the reservations of its shared devices); the
     names of the job's pods. All or nothing: a failure deletes the job's pods again.
 
     `namespaces` (the caller's, kept between starts) spares the namespace's creation when it is
-    known to exist; one deleted since is created again, and the start tried once more."""
+    known to exist; one deleted since is created again, and the start tried once more.
+    `workspace`: the claim the job's pods mount (a user's workspace), created unless it exists."""
     core = client.CoreV1Api(api)
     made = manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret)
     namespaces = namespaces if namespaces is not None else Namespaces()
     try:
-        return _start(core, job, made, namespaces)
+        return _start(core, job, made, namespaces, workspace)
     except ApiException as exc:
         if not namespaces.forget_gone(exc):
             raise
-    return _start(core, job, made, namespaces)
+    return _start(core, job, made, namespaces, workspace)
 
 
-def _start(core: client.CoreV1Api, job: JobSpec, made: list[dict],
-           namespaces: Namespaces) -> list[str]:  # fmt: skip
+def _start(core: client.CoreV1Api, job: JobSpec, made: list[dict], namespaces: Namespaces,
+           workspace: dict | None = None) -> list[str]:  # fmt: skip
     namespace = manifests.namespace_for(job.project)
     namespaces.ensure(core, namespace, manifests.namespace(job.project))
+    if workspace is not None:  # kept when the job goes: the user's files
+        _create(core.create_namespaced_persistent_volume_claim, namespace, workspace)
     for node, device in manifests.shared_devices(job):
         reserve(core, node, device, namespaces)
     created: list[str] = []

@@ -147,7 +147,11 @@ def test_a_notebook_pod_gets_no_service_account_token_and_no_portal_secret():
     spec = pod["spec"]
     assert spec["automountServiceAccountToken"] is False
     assert spec["enableServiceLinks"] is False
-    assert "serviceAccountName" not in spec and "volumes" not in spec
+    assert "serviceAccountName" not in spec
+    # its one volume is bob's workspace claim in team-a, at the notebook's home (issue 23)
+    claim = {"claimName": sessions.workspace_claim_name("bob")}
+    assert spec["volumes"] == [{"name": "workspace", "persistentVolumeClaim": claim}]
+    assert container(pod)["volumeMounts"] == [{"name": "workspace", "mountPath": "/home/jovyan"}]
     main = container(pod)
     assert "envFrom" not in main and all("valueFrom" not in item for item in main["env"])
     assert env(pod) == {
