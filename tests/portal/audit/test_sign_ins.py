@@ -79,3 +79,15 @@ def test_a_forwarded_for_header_is_ignored_without_trusted_proxies(member):
     client = Client(REMOTE_ADDR="192.0.2.14", HTTP_X_FORWARDED_FOR="203.0.113.77")
     client.post("/login/", {"username": "bob", "password": RIGHT})
     assert only("auth.login").address == "192.0.2.14"
+
+
+def test_a_lockout_at_the_token_endpoint_is_recorded(client_for, member):
+    client = client_for(None, "192.0.2.15")
+    for i in range(5):
+        client.post(TOKEN, {"username": "bob", "password": f"guess-{i}"}, format="json")
+    lockout = only("auth.lockout")
+    assert (lockout.actor_username, lockout.address) == ("bob", "192.0.2.15")
+    assert lockout.note.endswith(f"via {TOKEN}")
+    answer = client.post(TOKEN, {"username": "bob", "password": RIGHT}, format="json")
+    assert answer.status_code == 429
+    assert entries("auth.login_failed")[-1].note.startswith("refused: locked out")
