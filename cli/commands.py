@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import time
 from datetime import UTC, datetime
@@ -102,8 +103,9 @@ def cli():
 def login(url, token, username, password_stdin):
     """Store the portal URL and your API token (in a file only you can read).
 
-    With --token the token is checked and stored; otherwise your username and password are
-    exchanged for your token (the password itself is never stored)."""
+    With --token the token is checked and stored; otherwise your username and password get a
+    new token named "allot CLI on <this host>" (the password itself is never stored). Your
+    tokens are listed, and revoked, on your page (/me/); a password change revokes them all."""
     if token and (username or password_stdin):
         raise click.UsageError("give either --token or a username and password, not both")
     who = ""
@@ -113,13 +115,18 @@ def login(url, token, username, password_stdin):
             password = sys.stdin.readline().rstrip("\r\n")
         else:
             password = click.prompt("Password", hide_input=True)
-        answer = Api(url, None).call("POST", "auth/token/",
-                                     json={"username": username, "password": password})  # fmt: skip
+        answer = Api(url, None).call("POST", "auth/token/", json={
+            "username": username, "password": password, "name": _token_name()})  # fmt: skip
         token, who = answer["token"], f" as {answer['username']}"
     visible = Api(url, token).call("GET", "projects/", params={"page_size": 1})
     path = config.write({"url": url.rstrip("/"), "token": token})
     click.echo(f"Logged in to {url}{who} ({visible['count']} project(s) visible); "
                f"token saved to {path}")  # fmt: skip
+
+
+def _token_name() -> str:
+    """What `allot login` calls the token it gets, to tell it apart on /me/."""
+    return f"allot CLI on {socket.gethostname() or 'an unnamed host'}"[:100]
 
 
 @cli.group()

@@ -14,7 +14,7 @@ from django.http import Http404
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job
 from portal.jobs.services import project_health
-from portal.tenancy.models import Membership, Project, Role
+from portal.tenancy.models import ApiToken, Membership, Project, Role
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
 MANAGE_ROLES = (Role.ADMIN,)
@@ -94,6 +94,16 @@ def editable_project_fields(user, project: Project) -> frozenset[str] | None:
 def can_manage_users(user) -> bool:
     """Cluster admins create users and set their passwords."""
     return is_cluster_admin(user)
+
+
+def tokens_for(user, owner=None) -> QuerySet[ApiToken]:
+    """The live (unrevoked) API tokens of `owner` that `user` may list and revoke: their own,
+    anyone's for a cluster admin (`owner` given), else none - another's token is a 404."""
+    if not (user and user.is_authenticated):
+        return ApiToken.objects.none()
+    if owner is not None and owner.pk != user.pk and not can_manage_users(user):
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=owner or user, revoked_at__isnull=True)
 
 
 # --- What the pages offer: an action shows only to those who may use it (issue 24 item 5) ----

@@ -138,15 +138,18 @@ def outsider(team_b):
 
 @pytest.fixture
 def api(db):
-    """`api(user)` -> a DRF client authenticated with `user`'s token (`api()` = anonymous)."""
-    from rest_framework.authtoken.models import Token
+    """`api(user)` -> a DRF client authenticated with a new API token of `user` (`api()` =
+    anonymous)."""
     from rest_framework.test import APIClient
+
+    from portal.tenancy.services import issue_token, use_token
 
     def make(user=None) -> APIClient:
         client = APIClient()
         if user is not None:
-            token, _ = Token.objects.get_or_create(user=user)
-            client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+            _, key = issue_token(user, "test client")
+            use_token(key)  # its first use notes `last_used`: later requests write nothing
+            client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         return client
 
     return make

@@ -23,10 +23,16 @@ from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, W
 from portal.api.views.tenancy import (
     MemberDetail,
     MemberList,
-    ObtainToken,
     ProjectDetail,
     ProjectList,
     UserList,
+)
+from portal.api.views.tokens import (
+    MyTokenDetail,
+    MyTokenList,
+    ObtainToken,
+    UserTokenDetail,
+    UserTokenList,
 )
 from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 
@@ -42,6 +48,10 @@ urlpatterns = [
         name="member-detail",
     ),
     path("users/", UserList.as_view(), name="user-list"),
+    path("users/<str:username>/tokens/", UserTokenList.as_view(), name="user-token-list"),
+    path(
+        "users/<str:username>/tokens/<int:pk>/", UserTokenDetail.as_view(), name="user-token-detail"
+    ),
     path("projects/<str:name>/webhooks/", WebhookList.as_view(), name="webhook-list"),
     path("projects/<str:name>/webhooks/<int:pk>/", WebhookDetail.as_view(), name="webhook-detail"),
     path(
@@ -67,6 +77,8 @@ urlpatterns = [
     path("jobs/<str:project>/<str:name>/stop/", JobStop.as_view(), name="job-stop"),
     path("jobs/<str:project>/<str:name>/resume/", JobResume.as_view(), name="job-resume"),
     path("auth/token/", ObtainToken.as_view(), name="auth-token"),
+    path("auth/tokens/", MyTokenList.as_view(), name="my-token-list"),
+    path("auth/tokens/<int:pk>/", MyTokenDetail.as_view(), name="my-token-detail"),
     path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),

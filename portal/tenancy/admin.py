@@ -1,6 +1,7 @@
 from django.contrib import admin
 
-from portal.tenancy.models import Department, Membership, Project
+from portal.tenancy import services
+from portal.tenancy.models import ApiToken, Department, Membership, Project
 
 
 @admin.register(Project)
@@ -21,3 +22,27 @@ class DepartmentAdmin(admin.ModelAdmin):
 
     list_display = ["name", "quota", "over_quota_weight", "limit", "reclaim_min_runtime_s",
                     "preempt_min_runtime_s"]  # fmt: skip
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Tokens are listed and revoked here, never made (a key is shown once, to its owner: by
+    signing in, on /me/ or with `manage.py issue_token`) nor deleted (a revoked one says why)."""
+
+    list_display = ["name", "user", "prefix", "created", "last_used", "expires_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix", "user__username"]
+    readonly_fields = ["user", "name", "prefix", "digest", "created", "last_used", "expires_at",
+                       "revoked_at", "revoked_reason"]  # fmt: skip
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
+    def revoke(self, request, queryset):
+        revoked = sum(services.revoke_token(token, by=request.user) for token in queryset)
+        self.message_user(request, f"{revoked} token(s) revoked.")

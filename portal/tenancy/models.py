@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime, timedelta
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX, validate_dns_label
 
@@ -171,3 +178,130 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+# --- API tokens (issue 22 item 7) -------------------------------------------------------------
+# A token is `allot_` and 40 random URL-safe characters (240 bits). Only its SHA-256 is stored:
+# a high-entropy secret needs no slow hash, and a lookup by digest leaks no timing about the
+# secret. The first characters (TOKEN_PREFIX_LEN) are kept in the clear so the owner can tell
+# their tokens apart; they say nothing useful about the rest.
+TOKEN_SCHEME = "allot_"
+TOKEN_PREFIX_LEN = len(TOKEN_SCHEME) + 6
+TOKEN_NAME_MAX = 100
+
+
+TOKEN_LONGEST_LIFE = timedelta(days=3650)
+TOKEN_EXPIRY_FORMS = "a duration such as 90m, 12h, 30d or 2w, or an ISO 8601 date and time"
+_DURATION = re.compile(r"(\d{1,7})([mhdw])")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_token_expiry(text: str, now: datetime) -> datetime:
+    """When a token asked to expire at `text` expires: a duration from `now` or a moment (UTC
+    when it names no zone), in the future and at most TOKEN_LONGEST_LIFE away; else ValueError
+    with the reason (the API's and the pages' message)."""
+    too_far = ValueError(f"must be at most {TOKEN_LONGEST_LIFE.days} days from now")
+    if match := _DURATION.fullmatch(text.strip()):
+        amount = int(match[1])
+        if amount > TOKEN_LONGEST_LIFE.days * 24 * 60:  # beyond every unit's range: no overflow
+            raise too_far
+        when = now + timedelta(**{_UNITS[match[2]]: amount})
+    else:
+        when = _moment(text.strip())
+    if when <= now:
+        raise ValueError("must be in the future")
+    if when - now > TOKEN_LONGEST_LIFE:
+        raise too_far
+    return when
+
+
+def _moment(text: str) -> datetime:
+    try:
+        when = parse_datetime(text)
+    except ValueError:  # well-formed but impossible (a 31st of February)
+        when = None
+    if when is None:
+        raise ValueError(f"must be {TOKEN_EXPIRY_FORMS}")
+    return when.replace(tzinfo=UTC) if timezone.is_naive(when) else when
+
+
+def token_digest(key: str) -> str:
+    """The SHA-256 (hex) stored for the token `key`."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_token_key() -> str:
+    """A new token's secret: shown once, never stored."""
+    return TOKEN_SCHEME + secrets.token_urlsafe(30)
+
+
+class ApiToken(models.Model):
+    """One named API token of a user: a client signs in with `Authorization: Token <key>`.
+
+    Every sign-in (`POST /api/v1/auth/token/`, `allot login`) and every token made on `/me/`
+    is a new row. A revoked token is kept (with when and why) so its client hears why it is
+    refused; changing the password revokes them all (`portal.tenancy.passwords`)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=TOKEN_NAME_MAX)
+    prefix = models.CharField(max_length=16, help_text="the key's first characters, to tell it")
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the key (hex)")
+    created = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…) of {self.user}"
+
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+
+# --- Single sign-on (OpenID Connect, portal.tenancy.oidc) ---------------------------------------
+
+
+class GroupRoleRule(models.Model):
+    """Members of the identity provider's group `group` get `role` in `project` when they sign in
+    with single sign-on; several rules for one project: the strongest role wins."""
+
+    group = models.CharField(max_length=200)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="sso_rules")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.RESEARCHER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["group", "project__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["group", "project"], name="sso_rule_group_project")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.group} -> {self.role} in {self.project}"
+
+
+class SSOIdentity(models.Model):
+    """The identity provider's account (`issuer`, `subject`: the ID token's iss and sub) that
+    signs in as `user`: found by these two, never by a username the provider sends."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identity"
+    )
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_iss_sub")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"

@@ -9,15 +9,24 @@ pages reuse.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
 
 from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
-from portal.tenancy.models import Membership, Project
+from portal.tenancy.models import (
+    TOKEN_PREFIX_LEN,
+    ApiToken,
+    Membership,
+    Project,
+    new_token_key,
+    token_digest,
+)
 
 
 def create_project(**fields) -> Project:
@@ -112,31 +121,70 @@ def create_user(
 
 
 def set_password(user: AbstractBaseUser, password: str) -> None:
-    """Store `user`'s new password (already checked by the caller); their API token stays."""
+    """Store `user`'s new password (already checked by the caller). Saving it revokes every API
+    token of theirs (`portal.tenancy.passwords`, as for any other way a password changes)."""
     with transaction.atomic():
         user.set_password(password)
         user.save(update_fields=["password"])
         audit.record("user.changed", user, changes={"password": ["(hidden)", "(new)"]})
 
 
-def issue_token(user: AbstractBaseUser, *, replace: bool = False) -> tuple[Token, bool]:
-    """`user`'s API token and whether it is new.
-
-    A user has at most one token. Issuing hands out that token, making one when there is none,
-    so every client that signs in (`allot login`, `manage.py issue_token`) shares it until it is
-    revoked. `replace` revokes the old one first, in the same transaction: clients still using it
-    get 401 from then on, and the new key is the caller's to show once.
-    """
-    with transaction.atomic():
-        if replace:
-            revoke_token(user)
-        return Token.objects.get_or_create(user=user)
+# --- API tokens (issue 22 item 7) -------------------------------------------------------------
+LAST_USED_EVERY = timedelta(minutes=1)  # `last_used` is written at most this often per token
 
 
-def revoke_token(user: AbstractBaseUser) -> bool:
-    """Delete `user`'s API token (every client using it gets 401); False when there was none."""
-    deleted, _ = Token.objects.filter(user=user).delete()
-    return bool(deleted)
+class TokenRejected(Exception):
+    """A token that signs nobody in; the message is the client's 401."""
+
+
+def issue_token(
+    user: AbstractBaseUser, name: str, expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """A new API token for `user` and its key, which only this answer holds: the key is not
+    stored (its SHA-256 is), so the caller shows it once. Every sign-in makes one; the others
+    stay valid."""
+    key = new_token_key()
+    token = ApiToken.objects.create(user=user, name=name, prefix=key[:TOKEN_PREFIX_LEN],
+                                    digest=token_digest(key), expires_at=expires_at)  # fmt: skip
+    return token, key
+
+
+def revoke_token(token: ApiToken, by: AbstractBaseUser) -> bool:
+    """Revoke `token` on behalf of `by` (its owner or a cluster admin): every client using it
+    gets 401 from then on. False when it was revoked already (by someone else meanwhile)."""
+    reason = "revoked by its owner" if by.pk == token.user_id else f"revoked by {by}"
+    now = timezone.now()
+    done = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=now, revoked_reason=reason
+    )
+    if done:
+        token.revoked_at, token.revoked_reason = now, reason
+    return bool(done)
+
+
+def revoke_all_tokens(user: AbstractBaseUser, reason: str) -> int:
+    """Revoke every live token of `user` (a password change); how many were live."""
+    live = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+    return live.update(revoked_at=timezone.now(), revoked_reason=reason)
+
+
+def use_token(key: str) -> ApiToken:
+    """The live token whose key is `key`, its user loaded; TokenRejected says why not. Notes
+    the use, at most once a minute per token, so a busy client costs no write per request."""
+    token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+    now = timezone.now()
+    if token is None:
+        raise TokenRejected("Invalid token.")
+    if token.revoked_at is not None:
+        raise TokenRejected(f"Token revoked ({token.revoked_reason}): sign in again.")
+    if token.is_expired(now):
+        raise TokenRejected("Token expired: sign in again.")
+    if not token.user.is_active:
+        raise TokenRejected("User inactive or deleted.")
+    if token.last_used is None or now - token.last_used >= LAST_USED_EVERY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used=now)
+        token.last_used = now
+    return token
 
 
 def _last_admin(user: AbstractBaseUser) -> bool:

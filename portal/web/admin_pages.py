@@ -15,13 +15,14 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
-from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import APIException
 
 from portal import access
 from portal.api.serializers.cluster import NodeSerializer
 from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.api.serializers.tokens import NewTokenSerializer
 from portal.api.views.notify import WebhookSerializer
 from portal.cluster import services as node_services
 from portal.cluster.models import Node
@@ -366,18 +367,22 @@ def user_password(request: HttpRequest, username: str) -> HttpResponse:
     return redirect("users")
 
 
+# the page offers these lifetimes for a new token; the API takes any (`expires_in`)
+EXPIRY_CHOICES = [("", "never"), ("7d", "in 7 days"), ("30d", "in 30 days"),
+                  ("90d", "in 90 days"), ("365d", "in a year")]  # fmt: skip
+
+
 @login_required
 def me(request: HttpRequest) -> HttpResponse:
-    """The user's own page: projects and roles, API token (create or replace: the key is shown
-    once; revoke), notification settings, password."""
-    form, new_token = PasswordChangeForm(request.user), None
+    """The user's own page: projects and roles, API tokens (create one with a name and an
+    expiry - its key is shown once -, list, revoke), notification settings, password."""
+    form, token_form = PasswordChangeForm(request.user), {}
     if request.method == "POST":
         action = request.POST.get("action")
-        if action in ("create-token", "replace-token"):
-            new_token = _issue_token(request, replace=action == "replace-token")
+        if action == "create-token":
+            token_form = _create_token(request)
         elif action == "revoke-token":
-            services.revoke_token(request.user)
-            messages.success(request, "API token revoked: scripts using it now get 401.")
+            _revoke_token(request)
             return redirect("me")
         elif action == "notifications":
             notify_services.set_preference(
@@ -390,28 +395,45 @@ def me(request: HttpRequest) -> HttpResponse:
             if form.is_valid():
                 services.set_password(request.user, form.cleaned_data["new_password1"])
                 update_session_auth_hash(request, request.user)
-                messages.success(request, "Password changed.")
+                messages.success(request, "Password changed; your API tokens were revoked.")
                 return redirect("me")
-    return _my_page(request, form, new_token)
+    return _my_page(request, form, token_form)
 
 
-def _issue_token(request: HttpRequest, *, replace: bool) -> str | None:
-    """The new key, to show once; None (and a note) when the user has a token already, which
-    this page never shows again (a stale page, or one made by `allot login` meanwhile)."""
-    token, created = services.issue_token(request.user, replace=replace)
-    if created:
-        return token.key
-    messages.info(request, "You have an API token already: replace it to get a new one to copy.")
-    return None
+def _create_token(request: HttpRequest) -> dict:
+    """A new token from the page's form (the API's rules): its key, to show once, or the form
+    back with the errors next to its fields."""
+    values = {key: request.POST.get(key, "") for key in ("name", "expires_in")}
+    serializer = NewTokenSerializer(data={**values, "expires_in": values["expires_in"] or None})
+    if not serializer.is_valid():
+        return {"values": values, "errors": field_errors(serializer.errors)}
+    fields = serializer.validated_data
+    token, key = services.issue_token(request.user, fields["name"], fields["expires_in"])
+    return {"new_key": key, "new_token": token}
 
 
-def _my_page(request: HttpRequest, form: PasswordChangeForm, new_token: str | None) -> HttpResponse:
-    token = Token.objects.filter(user=request.user).first()
+def _revoke_token(request: HttpRequest) -> None:
+    """Revoke one of the user's own tokens (another's, or a gone one: a message, no change)."""
+    token = access.tokens_for(request.user).filter(pk=_int(request.POST.get("token"))).first()
+    if token is None:
+        messages.error(request, "No such token: revoked already?")
+    elif services.revoke_token(token, by=request.user):
+        messages.success(request, f"Token {token.name!r} revoked: clients using it now get 401.")
+
+
+def _int(text) -> int | None:
+    return int(text) if isinstance(text, str) and text.isdecimal() and len(text) < 19 else None
+
+
+def _my_page(request: HttpRequest, form: PasswordChangeForm, token_form: dict) -> HttpResponse:
+    # the page has several forms: the focus (and the scroll) stays at the top, or on a new key
+    form.fields["old_password"].widget.attrs.pop("autofocus", None)
+    tokens = access.tokens_for(request.user)
     roles = Membership.objects.filter(user=request.user).select_related("project")
     preference = Preference.objects.filter(user=request.user).first() or Preference()
     return render(
         request,
         "web/me.html",
-        {"page": "me", "token": token, "new_token": new_token, "form": form, "roles": roles,
-         "preference": preference},
+        {"page": "me", "tokens": tokens, "token_form": token_form, "form": form, "roles": roles,
+         "preference": preference, "expiry_choices": EXPIRY_CHOICES, "now": timezone.now()},
     )  # fmt: skip

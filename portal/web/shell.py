@@ -32,16 +32,17 @@ NOT_SIGNED_IN, FORBIDDEN, NOT_FOUND, NOT_POSSIBLE, CLUSTER_ERROR = 4401, 4403, 4
 
 
 def token_user(headers: list[tuple[bytes, bytes]]):
-    """The user of an `Authorization: Token <key>` header, else None."""
-    from rest_framework.authtoken.models import Token
+    """The user of a live `Authorization: Token <key>` header, else None."""
+    from portal.tenancy import services
 
     for key, value in headers:
         if key.lower() == b"authorization":
             scheme, _, secret = value.decode("latin-1").partition(" ")
             if scheme.lower() == "token" and secret.strip():
-                found = Token.objects.select_related("user").filter(key=secret.strip()).first()
-                if found is not None and found.user.is_active:
-                    return found.user
+                try:
+                    return services.use_token(secret.strip()).user
+                except services.TokenRejected:
+                    return None
     return None
 
 

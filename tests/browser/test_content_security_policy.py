@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
-from rest_framework.authtoken.models import Token
 
+from portal.tenancy.services import issue_token
 from tests.browser.conftest import sign_in
 from tests.browser.test_dashboards import SCENARIO, replay, run_step
 
@@ -38,7 +38,7 @@ PAGES = {  # path -> what shows that the page's scripts ran
 @pytest.fixture
 def busy_cluster(server, cluster_admin):
     """TR-4858's nodes and projects with §4.8's sixteen GPUs of work running."""
-    client = replay.Portal(server.url, Token.objects.create(user=cluster_admin).key)
+    client = replay.Portal(server.url, issue_token(cluster_admin, "test")[1])
     replay.prepare(client, SCENARIO, clean=False)
     run_step(client, 0)
 

@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
-from rest_framework.authtoken.models import Token
 
+from portal.tenancy.services import issue_token
 from scheduler_tools.scenario import load_scenario
 from tests.browser.conftest import sign_in
 from tests.paths import ROOT, tr4858
@@ -37,7 +37,7 @@ SCENARIO = load_scenario(tr4858())
 @pytest.fixture
 def portal(server, cluster_admin):
     """A REST client of the server as the cluster admin, with TR-4858's nodes and projects."""
-    client = replay.Portal(server.url, Token.objects.create(user=cluster_admin).key)
+    client = replay.Portal(server.url, issue_token(cluster_admin, "test")[1])
     replay.prepare(client, SCENARIO, clean=False)
     return client
 
@@ -155,8 +155,8 @@ def test_a_researcher_sees_a_toast_when_their_job_is_preempted(
 ):
     """bob's 16-GPU gang runs on idle GPUs beyond team-a's quota; eve of team-b then asks for
     team-b's quota, the scheduler reclaims it (R9) and bob's open page says so."""
-    bob = replay.Portal(server.url, Token.objects.create(user=member).key)
-    eve = replay.Portal(server.url, Token.objects.create(user=outsider).key)
+    bob = replay.Portal(server.url, issue_token(member, "test")[1])
+    eve = replay.Portal(server.url, issue_token(outsider, "test")[1])
     bob.require("POST", "/api/v1/jobs/", {"project": "team-a", "name": "big", "gpus": 8,
                                           "pods": 2})  # fmt: skip
     sign_in(page, server, "bob")

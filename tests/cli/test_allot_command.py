@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
+
+from portal.tenancy.services import issue_token
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def allot(live_server, cluster_admin, tmp_path):
     """`allot(*args)` -> CompletedProcess, as the cluster admin with the TR-4858 cluster."""
     call_command("bootstrap", verbosity=0)
-    token = Token.objects.create(user=cluster_admin).key
+    token = issue_token(cluster_admin, "test")[1]
     env = dict(os.environ, ALLOT_URL=live_server.url, ALLOT_TOKEN=token,
                ALLOT_CONFIG=str(tmp_path / "config.json"), COLUMNS="200")  # fmt: skip
 

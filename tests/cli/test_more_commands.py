@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -14,11 +15,11 @@ import time
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from portal.jobs.models import Job, Status
 from portal.jobs.services import record_event
-from portal.tenancy.models import Membership, Project
+from portal.tenancy.models import ApiToken, Membership, Project, token_digest
+from portal.tenancy.services import issue_token
 from tests.cli.test_allot_command import ROOT, allot, settle  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,7 +72,10 @@ def test_login_with_a_password_stores_the_token_not_the_password(allot, live_ser
     assert f"Logged in to {live_server.url} as root" in done.stdout
     path = tmp_path / "config.json"
     stored = json.loads(path.read_text())
-    assert stored == {"url": live_server.url, "token": allot.env["ALLOT_TOKEN"]}
+    assert set(stored) == {"url", "token"} and stored["url"] == live_server.url
+    assert stored["token"] != allot.env["ALLOT_TOKEN"]  # a new token per login, named for it
+    made = ApiToken.objects.get(digest=token_digest(stored["token"]))
+    assert made.name == f"allot CLI on {socket.gethostname()}" and made.user.username == "root"
     assert "x-test-password-1" not in path.read_text()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     listed = run(env, "project", "list")
@@ -84,7 +88,8 @@ def test_login_prompts_for_the_username_when_not_given(allot, live_server, tmp_p
                stdin="root\nx-test-password-1\n")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Username" in done.stdout and "as root" in done.stdout
-    assert json.loads((tmp_path / "config.json").read_text())["token"] == allot.env["ALLOT_TOKEN"]
+    stored = json.loads((tmp_path / "config.json").read_text())["token"]
+    assert ApiToken.objects.get(digest=token_digest(stored)).user.username == "root"
 
 
 def test_a_wrong_password_is_said_plainly_and_nothing_is_stored(allot, live_server, tmp_path):  # noqa: F811
@@ -121,7 +126,7 @@ def test_bash_is_refused_to_a_viewer(allot):  # noqa: F811
     vera = get_user_model().objects.create_user("vera", password="x-test-password-1")
     Membership.objects.create(user=vera, project=Project.objects.get(name="team-a"),
                               role="viewer")  # fmt: skip
-    env = dict(allot.env, ALLOT_TOKEN=Token.objects.create(user=vera).key)
+    env = dict(allot.env, ALLOT_TOKEN=issue_token(vera, "test")[1])
     refused = run(env, "bash", "shelly", "-p", "team-a")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
     assert "Only the project's researchers and admins may change its jobs." in refused.stderr

@@ -10,9 +10,9 @@ Running, every shared device held by a Running reservation pod; the evicted jobs
 from __future__ import annotations
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from portal.cluster.models import Node
+from portal.tenancy.services import issue_token
 from scheduler_tools.replay import main as replay_in_memory
 from tests.k8s.portal_lab import (  # noqa: F401  (fixture_*: the fixtures this module uses)
     GPU_PRODUCT,
@@ -33,7 +33,7 @@ def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
     portal_on_lab, allot_lab, live_server, cluster_admin, capsys, monkeypatch
 ):
     core = allot_lab.core
-    token = Token.objects.create(user=cluster_admin).key
+    token = issue_token(cluster_admin, "test")[1]
     assert replay_in_memory([str(tr4858())]) == 0
     expected = capsys.readouterr().out
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import get_user_model
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import generics, serializers, status
-from rest_framework.exceptions import Throttled, ValidationError
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework import generics, status
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from portal import access
 from portal.api.permissions import (
@@ -19,7 +16,6 @@ from portal.api.permissions import (
     MayManageMembers,
 )
 from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
-from portal.api.throttling import LoginThrottle, lockout_message, lockout_minutes
 from portal.jobs.queries import with_usage
 from portal.tenancy import services
 from portal.tenancy.models import Membership, Project
@@ -113,62 +109,3 @@ class UserList(generics.ListCreateAPIView):
 
     def perform_create(self, serializer):
         serializer.instance = services.create_user(**serializer.validated_data)
-
-
-class TokenRequestSerializer(serializers.Serializer):
-    """A username and password, exchanged for the user's API token."""
-
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(max_length=4096, trim_whitespace=False)
-
-
-class ObtainToken(APIView):
-    """POST a username and password: the answer is the user's API token (`allot login`).
-    DELETE (signed in with the token): revoke it.
-
-    The same token every time until it is revoked, here or on the user's page (`/me/`), which
-    also replaces it; a wrong pair is a 400 that does not say which half was wrong. Signing in
-    needs no credentials (a stale token in the header must not stop a login); revoking does.
-    Password tries are throttled per client address, and too many failures for an account or
-    from an address lock both out for a while (django-axes, as at /login/ and /admin/login/): a
-    429 until then, even for the right password.
-    """
-
-    throttle_classes = [LoginThrottle]
-    throttle_scope = "login"
-
-    def get_authenticators(self):
-        return [] if self._signing_in() else super().get_authenticators()
-
-    def get_permissions(self):
-        return [AllowAny()] if self._signing_in() else [IsAuthenticated()]
-
-    def _signing_in(self) -> bool:
-        # no request yet while the schema generator builds its mock one
-        return getattr(self.request, "method", None) == "POST"
-
-    @extend_schema(
-        request=TokenRequestSerializer,
-        responses=inline_serializer(
-            "Token", {"token": serializers.CharField(), "username": serializers.CharField()}
-        ),
-    )
-    def post(self, request) -> Response:
-        data = TokenRequestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        user = authenticate(  # with the request: axes counts the failure and may lock out
-            request,
-            username=data.validated_data["username"],
-            password=data.validated_data["password"],
-        )
-        if getattr(request, "axes_locked_out", False):
-            raise Throttled(wait=lockout_minutes() * 60, detail=lockout_message())
-        if user is None:
-            raise ValidationError({"password": ["wrong username or password"]})
-        token, _ = services.issue_token(user)
-        return Response({"token": token.key, "username": user.get_username()})
-
-    @extend_schema(request=None, responses={204: None})
-    def delete(self, request) -> Response:
-        services.revoke_token(request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)

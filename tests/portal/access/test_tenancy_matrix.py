@@ -68,6 +68,12 @@ REST = [
     ("scheduler-cycles", "get", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),
+    # each persona's own tokens; another's is a 404 (tests/portal/security/test_tokens_isolation)
+    ("my-token-list", "get", f"{A}/auth/tokens/", None, (200, 200, 200, 200)),
+    ("my-token-detail", "get", f"{A}/auth/tokens/999999/", None, (404, 404, 404, 404)),
+    ("my-token-detail", "delete", f"{A}/auth/tokens/999999/", None, (404, 404, 404, 404)),
+    ("user-token-list", "get", f"{A}/users/bob/tokens/", None, (200, 403, 403, 403)),
+    ("user-token-detail", "delete", f"{A}/users/bob/tokens/999999/", None, (404, 403, 403, 403)),
 ]  # fmt: skip
 
 # (route name, method, path, form, statuses for admin, researcher, viewer, outsider)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 
 from portal.tenancy.models import Project
+from portal.tenancy.services import issue_token
 from tests.conftest import _user
 from tests.paths import ROOT
 
@@ -31,8 +31,11 @@ ARTIFACTS = Path(os.environ.get("ALLOT_TEST_ARTIFACTS", ROOT / "var" / "test-art
 # schema documents.
 EXCLUDED_CHECKS = "negative_data_rejection,positive_data_acceptance"
 EXCLUDED = [
-    # revoking its own token would make every later operation a 401
+    # revoking its own token would make every later operation a 401 (by the login path, or by
+    # an id the fuzzer may well guess: ids are small numbers)
     "v1_auth_token_destroy",
+    "v1_auth_tokens_destroy",
+    "v1_users_tokens_destroy",
 ]
 
 
@@ -59,7 +62,7 @@ def _persona(role: str):
 def test_every_answer_conforms_to_the_schema(live_server, role):
     call_command("bootstrap", verbosity=0)
     user = _persona(role)
-    result = _schemathesis(live_server.url, Token.objects.create(user=user).key)
+    result = _schemathesis(live_server.url, issue_token(user, "test")[1])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"schemathesis-{role}.txt").write_text(result.stdout)  # every failure, whole
     summary = result.stdout[-6000:]

@@ -5,20 +5,17 @@ import pytest
 pytestmark = pytest.mark.django_db
 
 
-def test_a_username_and_password_give_the_users_token_every_time(api, member):
-    first = api().post(
-        "/api/v1/auth/token/", {"username": "bob", "password": "x-test-password-1"}, format="json"
-    )
+def test_a_username_and_password_give_a_new_token_each_time_and_the_first_still_works(api, member):
+    login = {"username": "bob", "password": "x-test-password-1"}
+    first = api().post("/api/v1/auth/token/", login, format="json")
     assert first.status_code == 200, first.content
-    again = api().post(
-        "/api/v1/auth/token/", {"username": "bob", "password": "x-test-password-1"}, format="json"
-    )
-    assert first.json() == again.json()
-    assert first.json()["username"] == "bob"
-    token = first.json()["token"]
-    client = api()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    assert client.get("/api/v1/projects/").status_code == 200
+    again = api().post("/api/v1/auth/token/", login, format="json")
+    assert first.json()["token"] != again.json()["token"]
+    assert first.json()["username"] == again.json()["username"] == "bob"
+    for answer in (first, again):
+        client = api()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {answer.json()['token']}")
+        assert client.get("/api/v1/projects/").status_code == 200
 
 
 @pytest.mark.parametrize(

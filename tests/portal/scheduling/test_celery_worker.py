@@ -110,13 +110,12 @@ def ran_cycles(log) -> bool:
 def replay_through_rest(live_server, cluster_admin, capsys, workers) -> None:
     """TR-4858 through REST while `workers` cycle on their own gives the in-memory replay's
     tables (the advisory lock keeps the cycle sources apart)."""
-    from rest_framework.authtoken.models import Token
-
+    from portal.tenancy.services import issue_token
     from scheduler_tools.replay import main as replay_in_memory
     from tests.paths import tr4858
     from tests.portal.scheduling.test_replay_script import load_script
 
-    token = Token.objects.create(user=cluster_admin).key
+    token = issue_token(cluster_admin, "test")[1]
     assert replay_in_memory([str(tr4858())]) == 0
     expected = capsys.readouterr().out
     # Replay only once every worker is cycling, so the cycle sources overlap (a worker starting

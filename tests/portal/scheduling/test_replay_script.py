@@ -6,8 +6,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 
+from portal.tenancy.services import issue_token
 from scheduler_tools.replay import main as replay_in_memory
 from tests.portal.scheduling.conftest import TR4858
 
@@ -24,7 +24,7 @@ def load_script():
 
 @pytest.fixture
 def token(cluster_admin) -> str:
-    return Token.objects.create(user=cluster_admin).key
+    return issue_token(cluster_admin, "test")[1]
 
 
 def test_tr4858_through_the_rest_api_prints_the_same_tables_as_the_pure_replay(

@@ -7,12 +7,12 @@ from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.http import HttpRequest
 from django.test import Client
-from rest_framework.authtoken.models import Token
 
 from portal.tenancy import services
+from portal.tenancy.models import ApiToken, token_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +39,29 @@ def test_only_cluster_admins_list_or_create_users(api, member):
     assert refused.status_code == 403
 
 
-def test_issue_token_creates_then_returns_the_same_token_on_the_last_line(capsys, cluster_admin):
+def test_issue_token_prints_a_new_named_token_on_the_last_line_each_time(capsys, cluster_admin):
     call_command("issue_token", cluster_admin.username)
     first = capsys.readouterr().out.strip().splitlines()[-1]
-    call_command("issue_token", cluster_admin.username)
-    assert capsys.readouterr().out.strip().splitlines()[-1] == first
+    call_command("issue_token", cluster_admin.username, "--name", "ci", "--expires-in", "30d")
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-1] != first and "'ci'" in printed[0] and "expires" in printed[0]
+    names = ApiToken.objects.filter(user=cluster_admin).values_list("name", flat=True)
+    assert sorted(names) == ["ci", "issued by manage.py issue_token"]
+    assert not ApiToken.objects.filter(digest__in=[first, printed[-1]]).exists()  # hashed
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--expires-in", "soon"], "--expires-in: must be a duration"),
+        (["--expires-in", "0d"], "--expires-in: must be in the future"),
+        (["--name", " "], "--name: 1 to 100 characters"),
+    ],
+)
+def test_issue_token_refuses_a_bad_expiry_or_name(cluster_admin, args, reason):
+    with pytest.raises(CommandError, match=reason):
+        call_command("issue_token", cluster_admin.username, *args)
+    assert not ApiToken.objects.exists()
 
 
 def test_bootstrap_creates_the_tr4858_cluster_once_and_migrations_create_none(capsys):
@@ -144,4 +162,5 @@ def test_issue_token_issues_through_the_service_the_api_uses(capsys, member):
     with mock.patch.object(services, "issue_token", wraps=services.issue_token) as issue_token:
         call_command("issue_token", "bob")
     assert issue_token.call_count == 1
-    assert capsys.readouterr().out.strip().splitlines()[-1] == Token.objects.get(user=member).key
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    assert ApiToken.objects.get(user=member).digest == token_digest(key)

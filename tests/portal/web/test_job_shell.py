@@ -11,11 +11,11 @@ import threading
 import pytest
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import AnonymousUser
-from rest_framework.authtoken.models import Token
 
 from agents.kubernetes.agent import KubernetesAgent
 from agents.kubernetes.inventory import KubernetesConfig
 from portal.jobs.models import Job, Status
+from portal.tenancy.services import issue_token
 from portal.web.shell import JobShellConsumer
 from tests.agents.kubernetes.fake_api import FakeKubernetes, node
 
@@ -75,7 +75,7 @@ async def shell_session(
 
 
 def test_a_researcher_gets_a_shell_in_the_jobs_first_pod_with_its_exit_code(running, member):
-    token = Token.objects.get_or_create(user=member)[0].key  # as the CLI connects
+    token = issue_token(member, "allot CLI")[1]  # as the CLI connects
     out, end = asyncio.run(
         shell_session(connect(token=token), [b"echo $((20 + 22))\n", b"exit 7\n"])
     )
@@ -87,7 +87,7 @@ def test_a_researcher_gets_a_shell_in_the_jobs_first_pod_with_its_exit_code(runn
 def test_a_message_nested_too_deep_is_ignored_and_the_shell_goes_on(running, member):
     """Issue 22 item 5, on the shell's socket: json.loads of a 100,000-deep message raises
     RecursionError, which must not end the user's shell."""
-    token = Token.objects.get_or_create(user=member)[0].key
+    token = issue_token(member, "allot CLI")[1]
     deep = '{"resize": ' + "[" * 100_000 + "]" * 100_000 + "}"
     out, end = asyncio.run(
         shell_session(connect(token=token), [b"echo $((20 + 22))\n", b"exit 7\n"], first=deep)
