@@ -12,10 +12,11 @@ from __future__ import annotations
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.db.models.signals import post_save
+from django.db.models.signals import post_save, pre_save
 
 from portal.audit.services import record
 
+MEMBERSHIP = "tenancy.Membership"
 ADMIN_VERBS = {ADDITION: "created", CHANGE: "changed", DELETION: "deleted"}
 
 
@@ -27,6 +28,10 @@ def connect() -> None:
     user_login_failed.connect(sign_in_failed, dispatch_uid="audit-sign-in-failed")
     user_locked_out.connect(locked_out, dispatch_uid="audit-locked-out")
     post_save.connect(admin_edit, sender=LogEntry, dispatch_uid="audit-admin-edit")
+    # a member's role, however it changes (Django's admin, single sign-on rules, a service); by
+    # name: the audit app sits beneath tenancy and imports none of its models
+    pre_save.connect(remember_role, sender=MEMBERSHIP, dispatch_uid="audit-remember-role")
+    post_save.connect(role_changed, sender=MEMBERSHIP, dispatch_uid="audit-role-changed")
 
 
 def signed_in(sender, request, user, **kwargs) -> None:
@@ -64,6 +69,23 @@ def admin_edit(sender, instance: LogEntry, created: bool, **kwargs) -> None:
     target = (model, instance.object_id or "", instance.object_repr)
     record(f"{model}.{verb}", target, actor=instance.user,
            note=f"in Django's admin: {instance.get_change_message() or verb}"[:255])  # fmt: skip
+
+
+def remember_role(sender, instance, raw=False, **kwargs) -> None:
+    if instance.pk and not raw:
+        rows = sender._base_manager.filter(pk=instance.pk).values_list("role", flat=True)
+        instance._audit_role_before = rows.first()
+
+
+def role_changed(sender, instance, created: bool, raw=False, **kwargs) -> None:
+    """`membership.role_changed` with the role before and after."""
+    before = getattr(instance, "_audit_role_before", None)
+    if created or raw or before is None or before == instance.role:
+        return
+    note = "by a single sign-on rule" if getattr(instance, "source", "") == "sso" else ""
+    record("membership.role_changed", instance, changes={"role": [before, instance.role]},
+           note=note)  # fmt: skip
+    instance._audit_role_before = instance.role
 
 
 def _account(username: str):

@@ -164,3 +164,17 @@ def test_jobs_stopped_and_resumed(client_for, member, team_a, nodes):
     assert only("job.resumed").changes == {"status": ["Stopped", "Pending"]}
     assert client.delete("/api/v1/jobs/team-a/train-1/").status_code in (200, 202, 204)
     assert only("job.deleted").changes == {"status": ["Pending", None]}
+
+
+def test_a_role_changed_in_djangos_admin_is_recorded_with_before_and_after(
+    client, cluster_admin, member, team_a
+):
+    client.force_login(cluster_admin)
+    membership = member.memberships.get()
+    form = {"user": member.pk, "project": team_a.pk, "role": "viewer", "source": "local",
+            "_save": "Save"}  # fmt: skip
+    answer = client.post(f"/admin/tenancy/membership/{membership.pk}/change/", form)
+    assert answer.status_code == 302, answer.content[:3000]
+    entry = only("membership.role_changed")
+    assert (entry.actor_username, entry.changes) == ("root", {"role": ["researcher", "viewer"]})
+    assert "bob" in entry.target_label and "team-a" in entry.target_label
