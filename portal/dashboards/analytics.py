@@ -143,6 +143,7 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
     cluster["utilization"] = [
         round(busy[i] / weight[i], 3) if weight[i] else None for i in range(count)
     ]
+    _add_idle_projects(projects, seen)
     shown = {
         name: dict(zip(SERIES, projects[name], strict=True))
         for name in sorted(projects)
@@ -150,6 +151,17 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
     }
     label = f"rollup-{resolution}s" if resolution else "samples"
     return Series(start, end, step, label, times, shown, cluster, simulated)
+
+
+def _add_idle_projects(projects: dict[str, tuple[list, ...]], seen: list[bool]) -> None:
+    """Projects with no sample in the range (nothing run yet, as on a fresh install) still get
+    their line: today's quota at every step, nothing allocated, pending or running wherever
+    the sampler ran (issue 24 item 7)."""
+    count = len(seen)
+    for name, quota in Project.objects.exclude(name__in=projects).values_list("name", "quota"):
+        zero = [0.0 if seen[i] else None for i in range(count)]
+        projects[name] = ([*zero], [float(quota)] * count, [None] * count, [*zero], [*zero],
+                          [None] * count, [*zero])  # fmt: skip
 
 
 def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped: bool) -> str:

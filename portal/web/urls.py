@@ -7,6 +7,7 @@ from portal.web import (
     admin_pages,
     audit_pages,
     job_pages,
+    rules,
     sessions,
     user_pages,
     views,
@@ -18,6 +19,7 @@ SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("analytics/", views.analytics, name="analytics"),
+    path("rules/", rules.rules, name="rules"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("me/", admin_pages.me, name="me"),

@@ -6,6 +6,8 @@
   const form = document.getElementById("range");
   const status = document.getElementById("status");
   const csv = document.getElementById("csv");
+  const problem = document.getElementById("range-error");
+  const CHARTS = ["allocation-chart", "pending-chart", "idle-chart", "utilization-chart"];
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   const BASE = { margin: { l: 50, r: 20, t: 10, b: 40 }, hovermode: "x unified", paper_bgcolor: "rgba(0,0,0,0)",
                  plot_bgcolor: "rgba(0,0,0,0)", legend: { orientation: "h", y: -0.2 },
@@ -29,21 +31,33 @@
     return new URLSearchParams({ from: r.from.toISOString(), to: r.to.toISOString() });
   }
 
+  // A range that cannot be shown clears the charts, so no chart of another range stays under
+  // the message as if it answered this one (issue 24 item 7).
+  function refuse(message) {
+    clearTimeout(timer);
+    CHARTS.forEach((id) => Plotly.purge(id));
+    problem.textContent = message;
+    problem.hidden = false;
+    status.textContent = "";
+  }
+
   async function load() {
     const r = range();
-    if (!r) { status.textContent = "Choose both ends of the custom range."; return; }
+    if (!r) { refuse("Choose both ends of the custom range."); return; }
+    if (r.from >= r.to) { refuse("The range ends before it starts: choose a From earlier than the To."); return; }
     const params = query(r);
     csv.href = "/api/v1/analytics/allocation/?" + params + "&format=csv";
     status.textContent = "loading…";
     const response = await fetch("/api/v1/analytics/allocation/?" + params, { headers: { Accept: "application/json" } });
     const body = await response.json();
     if (!response.ok) {
-      status.textContent = Object.entries(body).map(([field, reasons]) => `${field}: ${[].concat(reasons).join(" ")}`).join("; ");
+      refuse(Object.entries(body).map(([field, reasons]) => `${field}: ${[].concat(reasons).join(" ")}`).join("; "));
       return;
     }
+    problem.hidden = true;
     draw(body);
     const stepText = body.step_s >= 3600 ? body.step_s / 3600 + " h" : body.step_s >= 60 ? body.step_s / 60 + " min" : body.step_s + " s";
-    status.textContent = `one point per ${stepText} · ${body.projects.length} projects`;
+    status.textContent = `one point per ${stepText} · ${body.projects.length} project${body.projects.length === 1 ? "" : "s"}`;
     clearTimeout(timer);
     if (r.live) timer = setTimeout(load, Math.max(10000, Math.min(body.step_s * 1000, 60000)));
   }

@@ -51,8 +51,26 @@
     tile("idle", gpus(c.idle_allocated_gpus));
     tile("utilization", pct(c.utilization),
       c.utilization == null ? "not measured" : (c.utilization_simulated ? "simulated" : "all GPUs, idle ones at 0"));
-    tile("running", c.running_jobs);
-    tile("pending", c.pending_jobs);
+    const mine = yours(ov);
+    tile("running", c.running_jobs, mine.partial ? `in the cluster; ${mine.running} in your projects` : "in the cluster");
+    tile("pending", c.pending_jobs, mine.partial ? `in the cluster; ${mine.pending} in your projects` : "in the cluster");
+  }
+
+  // The tiles count the whole cluster; the lists show the jobs of the user's projects. When the
+  // two differ (a researcher of one team), every count says which it is (issue 24 item 3).
+  function yours(ov) {
+    const sum = (key) => ov.projects.reduce((total, p) => total + p[key], 0);
+    const running = sum("running_jobs"), pending = sum("pending_jobs");
+    return { running, pending,
+             partial: running !== ov.cluster.running_jobs || pending !== ov.cluster.pending_jobs };
+  }
+
+  function counted(id, ov, key) {
+    const mine = yours(ov);
+    document.getElementById(id).textContent = mine.partial
+      ? `(${mine[key]} in your projects, ${ov.cluster[key + "_jobs"]} in the cluster)`
+      : `(${ov.cluster[key + "_jobs"]})`;
+    return mine;
   }
 
   function renderProjects(ov) {
@@ -104,8 +122,16 @@
       el("td", { class: "num", data: { since: j.started_at } }, duration(since(j.started_at))),
       el("td", { class: "status-" + j.status }, j.status, j.stuck ? el("span", { class: "badge warn" }, " Stuck") : null),
       cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"))));
-    document.getElementById("running-count").textContent = `(${ov.cluster.running_jobs})`;
-    body.closest(".card").querySelector(".empty").hidden = ov.running.length > 0;
+    const mine = counted("running-count", ov, "running");
+    const empty = body.closest(".card").querySelector(".empty");
+    empty.hidden = ov.running.length > 0;
+    empty.textContent = mine.partial ? `No job of your projects holds GPUs; other projects have ${ov.cluster.running_jobs} running.` : "No jobs hold GPUs.";
+  }
+
+  // "… (R9.2)": each rule code links to its explanation on /rules/ (issue 24 item 7)
+  function withRuleLinks(text) {
+    return text.split(/\b(R\d{1,2}\.\d{1,2})\b/).map((part, i) =>
+      (i % 2 ? el("a", { class: "rule", href: `/rules/#${part}` }, part) : part));
   }
 
   function renderPending(ov) {
@@ -115,9 +141,11 @@
       el("td", { class: "num", data: { since: j.submitted_at } }, duration(since(j.submitted_at))),
       cell(`${j.queue_position} of ${j.queue_length}`, "num"),
       el("td", { class: "num", title: j.expected_start || "" }, eta(j.eta, j.eta_kind)),
-      cell(j.pending_reason || "waiting for the next scheduling cycle", "reason"))));
-    document.getElementById("pending-count").textContent = `(${ov.pending.length})`;
-    body.closest(".card").querySelector(".empty").hidden = ov.pending.length > 0;
+      el("td", { class: "reason" }, ...withRuleLinks(j.pending_reason || "waiting for the next scheduling cycle")))));
+    const mine = counted("pending-count", ov, "pending");
+    const empty = body.closest(".card").querySelector(".empty");
+    empty.hidden = ov.pending.length > 0;
+    empty.textContent = mine.partial ? `Nothing of your projects is waiting; other projects have ${ov.cluster.pending_jobs} pending.` : "Nothing is waiting.";
   }
 
   function stack(jobs) { // one segment per job on the device, bottom up: fractions stay visible
@@ -145,13 +173,13 @@
           el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
       });
       const state = !n.ready ? "not ready" : (!n.schedulable ? "cordoned" : "ready");
-      return el("article", { class: "node" + (n.ready ? "" : " down"), data: { node: n.name } },
+      return el("article", { class: "node" + (!n.ready ? " down" : (n.schedulable ? "" : " cordoned")), data: { node: n.name } },
         el("header", null,
           el("b", null, n.name),
           el("span", null, `pool ${n.pool}`),
           el("span", { class: "used" }, `${gpus(n.allocated_gpus)} / ${n.gpus} GPUs`),
           el("span", null, `util ${pct(n.utilization)}${n.utilization != null && n.utilization_simulated ? " (sim)" : ""}`),
-          el("span", { class: n.ready ? "status-Running" : "error" }, state)),
+          el("span", { class: !n.ready ? "error" : (n.schedulable ? "status-Running" : "warn") }, state)),
         el("div", { class: "devices" }, ...devices));
     }));
   }

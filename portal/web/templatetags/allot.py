@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import template
 
+from portal.web.rules import link_rules
+
 register = template.Library()
 
 
@@ -36,3 +38,9 @@ def min_runtime(seconds) -> str:
     if float(seconds) == 0:
         return "none"
     return duration_s(seconds)
+
+
+@register.filter
+def rule_links(text) -> str:
+    """A scheduler message with each rule code ("R9.2") a link to its explanation on /rules/."""
+    return link_rules("" if text is None else str(text))
