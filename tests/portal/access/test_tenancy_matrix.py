@@ -104,6 +104,7 @@ PAGES = [
     ("user-password", "post", "/users/bob/password/", {"password": "a-long-pass-42"},
      (302, 403, 403, 403)),
     ("user-update", "post", "/users/bob/update/", {"action": "make-admin"}, (302, 403, 403, 403)),
+    ("rules", "get", "/rules/", None, (200, 200, 200, 200)),
     ("jobs", "get", "/jobs/", None, (200, 200, 200, 200)),
     # a viewer, who may submit nowhere, gets a 403 saying why instead of a form it cannot use
     ("job-new", "get", "/jobs/new/", None, (200, 200, 403, 200)),
