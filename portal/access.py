@@ -106,6 +106,11 @@ def tokens_for(user, owner=None) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=owner or user, revoked_at__isnull=True)
 
 
+def can_manage_sso_rules(user) -> bool:
+    """Cluster admins edit the single sign-on rules that map provider groups to project roles."""
+    return is_cluster_admin(user)
+
+
 # --- What the pages offer: an action shows only to those who may use it (issue 24 item 5) ----
 
 

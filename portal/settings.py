@@ -14,6 +14,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF
@@ -223,6 +224,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "portal.audit.context.AuditContextMiddleware",  # who and from where, for the audit log
     "django.contrib.messages.middleware.MessageMiddleware",
+    "portal.web.sso.LocalLoginGate",  # ALLOT_LOCAL_LOGIN=0: no password is taken anywhere
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a lockout into portal.web.lockout's answer
 ]
@@ -461,6 +463,34 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
+# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, README "Single sign-on"): set the
+# issuer (its /.well-known/openid-configuration is read at the first sign-in) and the client the
+# provider registered for this portal, whose redirect URI is https://PORTAL/oidc/callback/. The
+# provider's `groups` claim gives project roles by the rules cluster admins edit at /sso/rules/.
+# ALLOT_LOCAL_LOGIN=0 turns passwords off: /login/ offers single sign-on only, and a password
+# sent to /login/, /admin/login/ or POST /api/v1/auth/token/ is refused (API tokens keep working).
+ALLOT_OIDC_ISSUER = (envstr("ALLOT_OIDC_ISSUER", "") or "").rstrip("/")
+ALLOT_OIDC_CLIENT_ID = envstr("ALLOT_OIDC_CLIENT_ID", "")
+ALLOT_OIDC_CLIENT_SECRET = envsecret("ALLOT_OIDC_CLIENT_SECRET") or ""
+ALLOT_OIDC_SCOPES = envstr("ALLOT_OIDC_SCOPES", "openid profile email groups")
+ALLOT_OIDC_GROUPS_CLAIM = envstr("ALLOT_OIDC_GROUPS_CLAIM", "groups")
+ALLOT_OIDC_USERNAME_CLAIM = envstr("ALLOT_OIDC_USERNAME_CLAIM", "preferred_username")
+ALLOT_OIDC_PROVIDER_NAME = envstr("ALLOT_OIDC_PROVIDER_NAME", "single sign-on")  # on the button
+ALLOT_LOCAL_LOGIN = envbool("ALLOT_LOCAL_LOGIN", True)
+if ALLOT_OIDC_ISSUER and not (ALLOT_OIDC_CLIENT_ID and ALLOT_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "ALLOT_OIDC_ISSUER needs ALLOT_OIDC_CLIENT_ID and ALLOT_OIDC_CLIENT_SECRET (or "
+        "ALLOT_OIDC_CLIENT_SECRET_FILE): the client the provider registered for this portal"
+    )
+if ALLOT_OIDC_ISSUER and "openid" not in ALLOT_OIDC_SCOPES.split():
+    raise ImproperlyConfigured(f"ALLOT_OIDC_SCOPES={ALLOT_OIDC_SCOPES!r} must include openid")
+if not ALLOT_LOCAL_LOGIN and not ALLOT_OIDC_ISSUER:
+    raise ImproperlyConfigured(
+        "ALLOT_LOCAL_LOGIN=0 needs ALLOT_OIDC_ISSUER: without passwords and without single "
+        "sign-on nobody could sign in"
+    )
+AUTHENTICATION_BACKENDS.append("portal.tenancy.oidc.OIDCBackend")  # signs in with ID token claims
+
 # The largest request body (Django's DATA_UPLOAD_MAX_MEMORY_SIZE): the API answers a larger one
 # with a JSON 400 under `body`, and bounds its JSON's nesting (portal/api/parsers.py).
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("ALLOT_MAX_BODY_BYTES", 2_621_440, minimum=1024)
@@ -552,6 +582,10 @@ CONTENT_SECURITY_POLICY = {
         "form-action": [SELF],
     },
 }
+if ALLOT_OIDC_ISSUER:  # "Sign out" posts to /logout/, which redirects to the provider's logout
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
+        "{0.scheme}://{0.netloc}".format(urlsplit(ALLOT_OIDC_ISSUER))
+    )
 
 LOGGING = {
     "version": 1,

@@ -20,11 +20,13 @@ from portal.api.views.jobs import (
     SchedulerCycles,
 )
 from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
+from portal.api.views.sso import SSORuleDetail, SSORuleList
 from portal.api.views.tenancy import (
     MemberDetail,
     MemberList,
     ProjectDetail,
     ProjectList,
+    UserDetail,
     UserList,
 )
 from portal.api.views.tokens import (
@@ -48,6 +50,7 @@ urlpatterns = [
         name="member-detail",
     ),
     path("users/", UserList.as_view(), name="user-list"),
+    path("users/<str:username>/", UserDetail.as_view(), name="user-detail"),
     path("users/<str:username>/tokens/", UserTokenList.as_view(), name="user-token-list"),
     path(
         "users/<str:username>/tokens/<int:pk>/", UserTokenDetail.as_view(), name="user-token-detail"
@@ -77,6 +80,8 @@ urlpatterns = [
     path("jobs/<str:project>/<str:name>/stop/", JobStop.as_view(), name="job-stop"),
     path("jobs/<str:project>/<str:name>/resume/", JobResume.as_view(), name="job-resume"),
     path("auth/token/", ObtainToken.as_view(), name="auth-token"),
+    path("sso/rules/", SSORuleList.as_view(), name="sso-rule-list"),
+    path("sso/rules/<int:pk>/", SSORuleDetail.as_view(), name="sso-rule-detail"),
     path("auth/tokens/", MyTokenList.as_view(), name="my-token-list"),
     path("auth/tokens/<int:pk>/", MyTokenDetail.as_view(), name="my-token-detail"),
     path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),

@@ -160,6 +160,13 @@ class Role(models.TextChoices):
     VIEWER = "viewer", "Viewer"  # read only
 
 
+class Source(models.TextChoices):
+    """Where a membership comes from."""
+
+    LOCAL = "local", "Added by hand"
+    SSO = "sso", "Single sign-on rule"
+
+
 class Membership(models.Model):
     """A user's role in one project."""
 
@@ -168,6 +175,9 @@ class Membership(models.Model):
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.RESEARCHER)
+    # Who granted it: a person (the page, the API, a command) or the single sign-on rules, which
+    # change and remove at each sign-in only the memberships they granted (portal.tenancy.oidc).
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.LOCAL)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,6 +1,5 @@
 """Routes of the pages; the REST API lives under /api/v1/ (portal.api)."""
 
-from django.contrib.auth import views as auth_views
 from django.urls import path, re_path
 
 from portal.web import (
@@ -9,6 +8,7 @@ from portal.web import (
     job_pages,
     rules,
     sessions,
+    sso,
     user_pages,
     views,
     workspace_pages,
@@ -20,8 +20,12 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("analytics/", views.analytics, name="analytics"),
     path("rules/", rules.rules, name="rules"),
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("login/", sso.SignIn.as_view(), name="login"),
+    path("logout/", sso.sign_out, name="logout"),
+    path("oidc/login/", sso.sso_login, name="oidc-login"),
+    path("oidc/callback/", sso.sso_callback, name="oidc-callback"),
+    path("sso/rules/", sso.rules, name="sso-rules"),
+    path("sso/rules/<int:pk>/delete/", sso.rule_delete, name="sso-rule-delete"),
     path("me/", admin_pages.me, name="me"),
     path("me/workspaces/", workspace_pages.my_workspaces, name="my-workspaces"),
     path("projects/", admin_pages.projects, name="projects"),
