@@ -29,12 +29,14 @@ def record(
     actor=None,
     username: str | None = None,
     request=None,
+    signing_in=None,
 ) -> AuditEntry:
     """Store one entry: `action` (a dotted code, e.g. `project.quota_changed`) done to `target`
     (a model instance, a (type, id, label) tuple, or None) by `actor` (default: the request's
-    user) or, when no account is known, `username` (a failed sign-in's name)."""
+    user) or, when no account is known, `username` (a failed sign-in's name). `signing_in` is
+    the account a request signs in, its actor while the request has no signed-in user yet."""
     entry = new_entry(action, target, changes=changes, note=note, label=label, actor=actor,
-                      username=username, request=request)  # fmt: skip
+                      username=username, request=request, signing_in=signing_in)  # fmt: skip
     entry.save()
     return entry
 
@@ -47,9 +49,9 @@ def record_many(action: str, targets: Iterable, *, note: str = "") -> list[Audit
 
 
 def new_entry(action: str, target=None, *, changes=None, note="", label=None, actor=None,
-              username=None, request=None) -> AuditEntry:  # fmt: skip
+              username=None, request=None, signing_in=None) -> AuditEntry:  # fmt: skip
     """An unsaved entry (see `record`)."""
-    user, name, address = _who(actor, username, request)
+    user, name, address = _who(actor, username, request, signing_in)
     kind, ident, text = _target(target)
     return AuditEntry(
         actor=user,
@@ -103,12 +105,12 @@ def plain(value):
     return str(value)
 
 
-def _who(actor, username, request) -> tuple[object | None, str, str | None]:
+def _who(actor, username, request, signing_in=None) -> tuple[object | None, str, str | None]:
     request = request if request is not None else current_request()
     address = None
     if request is not None:
         user, address = actor_of(request)
-        actor = actor or user
+        actor = actor or user or signing_in
     if actor is not None and getattr(actor, "is_authenticated", False):
         return actor, actor.get_username(), address
     if username:

@@ -146,6 +146,8 @@ def issue_token(
     key = new_token_key()
     token = ApiToken.objects.create(user=user, name=name, prefix=key[:TOKEN_PREFIX_LEN],
                                     digest=token_digest(key), expires_at=expires_at)  # fmt: skip
+    audit.record("token.created", token, changes={"expires_at": [None, expires_at]},
+                 signing_in=user)  # fmt: skip
     return token, key
 
 
@@ -159,13 +161,17 @@ def revoke_token(token: ApiToken, by: AbstractBaseUser) -> bool:
     )
     if done:
         token.revoked_at, token.revoked_reason = now, reason
+        audit.record("token.revoked", token, note=reason)
     return bool(done)
 
 
 def revoke_all_tokens(user: AbstractBaseUser, reason: str) -> int:
     """Revoke every live token of `user` (a password change); how many were live."""
     live = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
-    return live.update(revoked_at=timezone.now(), revoked_reason=reason)
+    revoked = live.update(revoked_at=timezone.now(), revoked_reason=reason)
+    if revoked:
+        audit.record("token.revoked", user, note=f"all {revoked} live token(s): {reason}")
+    return revoked
 
 
 def use_token(key: str) -> ApiToken:

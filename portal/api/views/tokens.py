@@ -27,6 +27,7 @@ from portal.api.serializers.tokens import (
     TokenSerializer,
 )
 from portal.api.throttling import LoginThrottle, lockout_message, lockout_minutes
+from portal.audit import services as audit
 from portal.tenancy import services
 from portal.tenancy.models import ApiToken
 
@@ -68,6 +69,7 @@ class ObtainToken(APIView):
         if user is None:
             raise ValidationError({"password": ["wrong username or password"]})
         token, key = services.issue_token(user, fields["name"], fields["expires_in"])
+        audit.record("auth.login", user, actor=user, note=f"via {request.path}")  # no session
         shown = TokenSerializer(token, context={"request": request}).data
         return Response({"token": key, "username": user.get_username(), **shown})
 
