@@ -379,3 +379,26 @@ def test_the_rules_over_the_rest_api(db, api, cluster_admin, member, team_a):
     assert researcher.delete(f"/api/v1/sso/rules/{rule}/").status_code == 403
     assert admin.delete(f"/api/v1/sso/rules/{rule}/").status_code == 204
     assert admin.get(f"/api/v1/sso/rules/{rule}/").status_code == 404
+
+
+def test_an_unreachable_provider_is_said_plainly(db, client, settings):
+    from tests.oidc_provider.harness import _free_port
+
+    settings.ALLOT_OIDC_ISSUER = f"http://127.0.0.1:{_free_port()}/o"  # nothing listens there
+    settings.ALLOT_OIDC_CLIENT_ID, settings.ALLOT_OIDC_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
+    page = client.get("/oidc/login/")
+    assert page.status_code == 502
+    assert "The identity provider cannot be reached: try again later." in page.text
+
+
+def test_a_provider_calling_itself_another_issuer_is_refused(db, client, settings, idp):
+    # the same provider reached by another name: its discovery document names 127.0.0.1
+    settings.ALLOT_OIDC_ISSUER = idp.issuer.replace("127.0.0.1", "localhost")
+    settings.ALLOT_OIDC_CLIENT_ID, settings.ALLOT_OIDC_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
+    page = client.get("/oidc/login/")
+    assert page.status_code == 502
+    assert (
+        f"Single sign-on is misconfigured: the identity provider calls itself "
+        f"&#x27;{idp.issuer}&#x27;, not &#x27;{settings.ALLOT_OIDC_ISSUER}&#x27; "
+        "(ALLOT_OIDC_ISSUER)."
+    ) in page.text
