@@ -50,8 +50,11 @@ class Api:
                 body = response.json()
             except ValueError:
                 body = response.text[:300] or response.reason_phrase
-            if response.status_code == 401:
-                body = "not logged in: run `allot login URL --token TOKEN` or set ALLOT_TOKEN"
+            if response.status_code == 401:  # the portal says why: none, revoked or expired
+                reason = body.get("detail") if isinstance(body, dict) else None
+                body = (f"{reason} " if reason else "") + (
+                    "not logged in: run `allot login URL` (or --token TOKEN) or set ALLOT_TOKEN"
+                )
             raise CliError(describe(body))
         return response.json() if response.content else None
 

@@ -39,6 +39,15 @@ def write(values: dict) -> Path:
     return path
 
 
+def forget(*keys: str) -> Path:
+    """Remove `keys` from the config file (the rest stays)."""
+    kept = {key: value for key, value in read().items() if key not in keys}
+    path = config_path()
+    if path.exists():
+        path.unlink()
+    return write(kept)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The portal URL, the token and the default project in force."""

@@ -82,6 +82,26 @@ def test_login_with_a_password_stores_the_token_not_the_password(allot, live_ser
     assert listed.returncode == 0 and "team-a" in listed.stdout, listed.stderr
 
 
+def test_logout_revokes_the_stored_token_and_forgets_it(allot, live_server, tmp_path):  # noqa: F811
+    env = logged_out(allot.env)
+    run(env, "login", live_server.url, "-u", "root", "--password-stdin",
+        stdin="x-test-password-1\n")  # fmt: skip
+    path = tmp_path / "config.json"
+    key = json.loads(path.read_text())["token"]
+    done = run(env, "logout")
+    assert done.returncode == 0 and "the token is revoked and forgotten" in done.stdout, done.stderr
+    assert json.loads(path.read_text()) == {"url": live_server.url}
+    token = ApiToken.objects.get(digest=token_digest(key))
+    assert token.revoked_reason == "revoked by its owner"
+    assert ApiToken.objects.get(digest=token_digest(allot.env["ALLOT_TOKEN"])).revoked_at is None
+    refused = run(dict(env, ALLOT_TOKEN=key), "list", "-A")  # the portal says why
+    assert refused.returncode == 1
+    assert "Token revoked (revoked by its owner): sign in again." in refused.stderr
+    assert "run `allot login URL`" in refused.stderr
+    again = run(dict(env, ALLOT_TOKEN=key), "logout")
+    assert again.returncode == 0 and "not valid any more" in again.stdout
+
+
 def test_login_prompts_for_the_username_when_not_given(allot, live_server, tmp_path):  # noqa: F811
     env = logged_out(allot.env)
     done = run(env, "login", live_server.url, "--password-stdin",
