@@ -46,11 +46,12 @@ from portal.web.forms import (
     form_input,
 )
 
+# time limits are read as the CLI takes them: 90m, 2h, 1d
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
     "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
     **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS),
-}  # fmt: skip (time limits read as the CLI takes them: 90m, 2h, 1d)
+}  # fmt: skip
 
 
 def _require(allowed: bool) -> None:
@@ -67,7 +68,7 @@ def projects(request: HttpRequest) -> HttpResponse:
         "web/projects.html",
         {"page": "projects", "projects": rows, "can_create": access.is_cluster_admin(request.user),
          "quota_warnings": quota_warnings() if access.is_cluster_admin(request.user) else []},
-    )
+    )  # fmt: skip
 
 
 @login_required
