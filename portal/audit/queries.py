@@ -29,7 +29,7 @@ ACTIONS = (
     "project.quota_changed", "project.limits_changed", "project.deleted", "membership.added",
     "membership.role_changed", "membership.removed", "user.created", "user.changed",
     "node.created", "node.changed", "node.deleted", "webhook.created", "webhook.changed",
-    "webhook.deleted", "setting.changed", "user.deleted",
+    "webhook.deleted", "setting.changed", "user.deleted", "sso_rule.created", "sso_rule.deleted",
 )  # fmt: skip
 FILTERS = ("actor", "action", "target", "target_type", "since", "until", "address")
 CSV_COLUMNS = ["time", "actor", "address", "action", "target_type", "target_id", "target",

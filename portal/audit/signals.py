@@ -82,9 +82,10 @@ def role_changed(sender, instance, created: bool, raw=False, **kwargs) -> None:
     before = getattr(instance, "_audit_role_before", None)
     if created or raw or before is None or before == instance.role:
         return
-    note = "by a single sign-on rule" if getattr(instance, "source", "") == "sso" else ""
+    sso = getattr(instance, "source", "") == "sso"  # at the member's own sign-in
     record("membership.role_changed", instance, changes={"role": [before, instance.role]},
-           note=note)  # fmt: skip
+           note="by a single sign-on rule" if sso else "",
+           signing_in=instance.user if sso else None)  # fmt: skip
     instance._audit_role_before = instance.role
 
 

@@ -28,6 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.tenancy.models import GroupRoleRule, Membership, Project, Role, Source, SSOIdentity
 
@@ -173,6 +174,8 @@ def sign_in(claims: dict):
                     )
                 user = users.create_user(username=username, password=None)  # unusable password
                 identity = SSOIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+                audit.record("user.created", user, note=f"by single sign-on at {issuer}",
+                             signing_in=user)  # fmt: skip
                 log.info("single sign-on: created %s for %s at %s", username, subject, issuer)
             user = identity.user
             _refresh_profile(user, claims)
@@ -209,6 +212,9 @@ def roles_for(groups: set[str]) -> dict[int, str]:
     return roles
 
 
+SSO_NOTE = "by a single sign-on rule"  # the audit log's note on what the rules did
+
+
 def apply_rules(user, groups: set[str]) -> list[Change]:
     """Make `user`'s rule-granted memberships what the rules give `groups`: add the missing,
     change the role of those whose role differs, remove those no rule gives any more. A
@@ -220,9 +226,11 @@ def apply_rules(user, groups: set[str]) -> list[Change]:
     for project_id, role in wanted.items():
         membership = held.get(project_id)
         if membership is None:
-            Membership.objects.create(
+            added = Membership.objects.create(
                 user=user, project_id=project_id, role=role, source=Source.SSO
             )
+            audit.record("membership.added", added, changes={"role": [None, role]},
+                         note=SSO_NOTE, signing_in=user)  # fmt: skip
             changes.append(Change(names[project_id], "added", role))
         elif membership.source == Source.SSO and membership.role != role:
             membership.role = role
@@ -230,6 +238,8 @@ def apply_rules(user, groups: set[str]) -> list[Change]:
             changes.append(Change(names[project_id], "changed", role))
     for project_id, membership in held.items():
         if membership.source == Source.SSO and project_id not in wanted:
+            audit.record("membership.removed", membership, note=SSO_NOTE, signing_in=user,
+                         changes={"role": [membership.role, None]})  # fmt: skip
             membership.delete()
             changes.append(Change(names[project_id], "removed", membership.role))
     return changes
@@ -257,11 +267,17 @@ def create_rule(group: str, project: Project, role: str) -> GroupRoleRule:
         with transaction.atomic():
             if GroupRoleRule.objects.filter(group=group, project=project).exists():
                 raise taken
-            return GroupRoleRule.objects.create(group=group, project=project, role=role)
+            rule = GroupRoleRule.objects.create(group=group, project=project, role=role)
+            audit.record("sso_rule.created", rule, changes={"group": [None, group],
+                         "project": [None, project.name], "role": [None, role]})  # fmt: skip
+            return rule
     except IntegrityError:
         raise taken from None
 
 
 def delete_rule(rule: GroupRoleRule) -> None:
     """Remove a rule; the memberships it granted go at each member's next sign-in."""
-    rule.delete()
+    with transaction.atomic():
+        audit.record("sso_rule.deleted", rule, changes={"group": [rule.group, None],
+                     "role": [rule.role, None]})  # fmt: skip
+        rule.delete()
