@@ -66,6 +66,8 @@ def test_first_sign_in_creates_the_account_with_the_roles_its_groups_give(portal
     assert identity.issuer == idp.issuer and identity.subject  # found by (iss, sub) from now on
     assert roles("carol") == {"vision": ("researcher", "sso"), "infra": ("viewer", "sso")}
     assert session.get(f"{portal}/api/v1/projects/", timeout=30).status_code == 200
+    me = session.get(f"{portal}/me/", timeout=30).text
+    assert "You sign in with single sign-on" in me and "Change password" not in me
 
 
 def test_a_later_sign_in_follows_the_changed_groups_and_keeps_hand_made_memberships(portal, idp):
