@@ -65,3 +65,25 @@ def test_sign_in_with_the_identity_provider_lands_on_the_overview(page, server, 
     page.get_by_role("link", name="Sign in with University SSO").click()
     page.wait_for_url(f"{idp.url}/accounts/login/**")  # asks for the password again
     assert violations == []
+
+
+def test_a_cluster_admin_adds_a_rule_on_the_rules_page(page, server, cluster_admin, artifacts):
+    from tests.browser.conftest import sign_in
+
+    Project.objects.create(name="vision", quota=4)
+    sign_in(page, server, "root")
+    page.get_by_role("link", name="Users").click()
+    page.get_by_role("link", name="Single sign-on rules").click()
+    page.wait_for_url(f"{server.url}/sso/rules/")
+    page.get_by_label("Group").fill("ml-team")
+    page.get_by_label("Project").select_option("vision")
+    page.get_by_label("Role").select_option("admin")
+    page.get_by_role("button", name="Add rule").click()
+    page.get_by_text("Members of ml-team get admin in vision.").wait_for()
+    row = page.locator('tr[data-rule="ml-team:vision"]')
+    assert row.inner_text().split() == ["ml-team", "vision", "admin", "Remove"]
+    page.get_by_label("Group").fill("ml-team")  # the same again: a 409 under the field
+    page.get_by_role("button", name="Add rule").click()
+    page.get_by_text("group 'ml-team' has a rule for project vision already").wait_for()
+    page.screenshot(path=artifacts / "oidc-rules-page.png", full_page=True)
+    assert GroupRoleRule.objects.filter(group="ml-team", role="admin").count() == 1
