@@ -9,6 +9,7 @@ while a session of the user's in the project holds GPUs.
 from __future__ import annotations
 
 from django.http import Http404
+from rest_framework.exceptions import APIException
 
 from agents.sessions import JUPYTER_PORT, WorkspaceBusy
 from portal import access
@@ -17,10 +18,23 @@ from portal.jobs.models import HOLDING, Job, JobType
 from portal.scheduling.agent import get_agent
 
 
+class WorkspacesUnavailable(APIException):
+    """503: the cluster that keeps the workspaces cannot be asked now (its API server is down)."""
+
+    status_code = 503
+    default_detail = "The cluster's workspaces cannot be reached now; try again in a minute."
+    default_code = "unavailable"
+
+
 def workspace_projects(username: str) -> list[str]:
     """The projects in which `username` has a workspace (none when sessions are off)."""
     sessions = get_agent().sessions
-    return sessions.workspace_projects(username) if sessions is not None else []
+    if sessions is None:
+        return []
+    try:
+        return sessions.workspace_projects(username)
+    except Exception as exc:  # a cluster's API server that fails or cannot be reached
+        raise WorkspacesUnavailable(f"{WorkspacesUnavailable.default_detail} ({exc})") from exc
 
 
 def running_sessions(project: str, username: str) -> list[str]:
@@ -45,3 +59,7 @@ def delete_workspace(actor, project: str, username: str) -> None:
         get_agent().sessions.delete_workspace(project, username)
     except WorkspaceBusy as exc:
         raise conflict("workspace", str(exc)) from None
+    except OSError as exc:  # a file the portal could not remove
+        raise conflict("workspace", f"could not delete it: {exc}") from exc
+    except Exception as exc:  # a cluster's API server that fails or cannot be reached
+        raise WorkspacesUnavailable(f"{WorkspacesUnavailable.default_detail} ({exc})") from exc

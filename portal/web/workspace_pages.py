@@ -21,6 +21,14 @@ from portal.scheduling import workspaces
 def my_workspaces(request: HttpRequest) -> HttpResponse:
     """The list, each with its running Jupyter jobs and a delete form that must be confirmed by
     typing the project's name; a POST deletes one (400 with the reason when unconfirmed)."""
+    try:
+        return _page(request)
+    except workspaces.WorkspacesUnavailable as exc:
+        context = {"page": "me", "workspaces": [], "error": str(exc.detail)}
+        return render(request, "web/workspaces.html", context, status=503)
+
+
+def _page(request: HttpRequest) -> HttpResponse:
     username = request.user.get_username()
     errors, status = {}, 200
     if request.method == "POST":

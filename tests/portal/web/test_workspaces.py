@@ -87,3 +87,17 @@ def test_the_page_deletes_only_once_the_project_name_is_typed(client, member, te
     assert not sessions.workspace("team-a", "bob").exists()
     gone = client.post("/me/workspaces/", {"project": "team-a", "confirm": "team-a"})
     assert gone.status_code == 404 and b"You have no workspace in team-a." in gone.content
+
+
+def test_a_cluster_that_cannot_be_asked_is_a_503_not_a_500(api, client, member, sessions,
+                                                         monkeypatch):  # fmt: skip
+    def down(*args):
+        raise ConnectionError("the API server does not answer")
+
+    monkeypatch.setattr(sessions, "workspace_projects", down)
+    answer = api(member).get("/api/v1/me/workspaces/")
+    assert answer.status_code == 503 and "does not answer" in answer.json()["detail"]
+    assert api(member).delete("/api/v1/workspaces/team-a/bob/").status_code == 503
+    client.force_login(member)
+    page = client.get("/me/workspaces/")
+    assert page.status_code == 503 and b"cannot be reached now" in page.content
