@@ -58,6 +58,18 @@ class Api:
             raise CliError(describe(body))
         return response.json() if response.content else None
 
+    def some(self, path: str, limit: int | None, **params) -> tuple[list, int]:
+        """The first `limit` items of a paginated list (every item when None) and how many
+        there are in all."""
+        params = {k: v for k, v in params.items() if v is not None}
+        size = min(limit, 1000) if limit else 1000
+        page = self.call("GET", path, params={**params, "page_size": size})
+        items, total = list(page["results"]), page["count"]
+        while page.get("next") and (limit is None or len(items) < limit):
+            page = self.call("GET", page["next"].split("/api/v1/", 1)[1])
+            items += page["results"]
+        return items[:limit] if limit else items, total
+
     def all(self, path: str, **params) -> list:
         """Every item of a paginated list."""
         params = {k: v for k, v in params.items() if v is not None}

@@ -124,24 +124,6 @@ def login(url, token, username, password_stdin):
                f"token saved to {path}")  # fmt: skip
 
 
-@cli.command()
-def logout():
-    """Revoke the API token in use (the portal refuses it from then on) and forget the stored one.
-
-    Other tokens of yours (other machines, scripts) stay valid: list and revoke them on /me/."""
-    settings = config.current()
-    if not (settings.url and settings.token):
-        raise CliError("not logged in: nothing to revoke")
-    response = Api(settings.url, settings.token).send("DELETE", "auth/token/")
-    if response.status_code != 401:  # revoked already or expired: nothing to keep either
-        Api(settings.url, None).answer(response)  # any other refusal, said plainly
-    config.forget("token")
-    if response.status_code == 401:
-        click.echo("The token was not valid any more; forgotten.")
-    else:
-        click.echo(f"Logged out of {settings.url}: the token is revoked and forgotten.")
-
-
 def _token_name() -> str:
     """What `allot login` calls the token it gets, to tell it apart on /me/."""
     return f"allot CLI on {socket.gethostname() or 'an unnamed host'}"[:100]
@@ -382,14 +364,41 @@ def wait_for_start(client: Api, job: dict, timeout: float, poll_s: float = 0.5) 
     click.echo(f"The job '{job['name']}' is Running on {', '.join(job['nodes'])}.")
 
 
+NOT_ENDED = "Pending,ContainerCreating,Running,Stopped"
+
+
 @cli.command("list")
 @click.option("-p", "--project", help="only this project (default: `allot project set`)")
 @click.option("-A", "--all-projects", is_flag=True, help="jobs of every project you may see")
+@click.option(
+    "--all",
+    "history",
+    is_flag=True,
+    help="also the jobs that ended (succeeded, failed, timed out), newest first",
+)
+@click.option("--status", help="only these statuses, comma-separated (e.g. Failed,TimedOut)")
+@click.option("--user", help="only jobs submitted by this user")
+@click.option("--since", help="submitted at or after: 2026-11-25 or 2026-11-25T12:04")
+@click.option("--until", help="submitted before (a bare date: that whole day)")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="at most this many jobs (with --all: 50 unless given; 0: all)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
-def list_jobs(project, all_projects, as_json):
-    """Jobs: NAME STATUS AGE NODE IMAGE PROJECT USER GPUs SERVICE URL(S)."""
-    scope = None if all_projects else project_of(project)
-    jobs = api().all("jobs/", project=scope)
+def list_jobs(project, all_projects, history, status, user, since, until, limit, as_json):
+    """Jobs: NAME STATUS AGE NODE IMAGE PROJECT USER GPUs SERVICE URL(S).
+
+    Without --all, the jobs that have not ended (pending, running, stopped); with --all, the
+    history too (until the portal's retention setting prunes it), newest first."""  # fmt: skip
+    params = {"project": None if all_projects else project_of(project), "user": user,
+              "since": since, "until": until,
+              "status": status or (None if history else NOT_ENDED)}  # fmt: skip
+    if history:
+        params["ordering"] = "-id"
+        limit = 50 if limit is None else limit
+    jobs, total = api().some("jobs/", limit or None, **params)
     if as_json:
         click.echo(json.dumps(jobs, indent=2))
         return
@@ -402,7 +411,8 @@ def list_jobs(project, all_projects, as_json):
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
     show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
-    click.echo(f"\n{len(jobs)} job(s), {used:g} GPU(s) in use")
+    more = f" (the newest {len(jobs)} of {total}; --limit 0 for all)" if total > len(jobs) else ""
+    click.echo(f"\n{len(jobs)} job(s){more}, {used:g} GPU(s) in use")
 
 
 @cli.command()

@@ -20,6 +20,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 CYCLE_TASK = "portal.scheduling.tasks.run_cycle"  # named, so beat needs no import of the app
 AUDIT_PRUNE_TASK = "portal.audit.tasks.prune_audit_log"
 AUDIT_PRUNE_PERIOD_S = 3600.0  # entries past ALLOT_AUDIT_RETENTION_DAYS go within the hour
+JOBS_PRUNE_TASK = "portal.jobs.tasks.prune_job_history"
+JOBS_PRUNE_PERIOD_S = 3600.0  # jobs ended more than ALLOT_JOB_RETENTION_DAYS ago, hourly
 # Longer than any countdown (the webhook back-off's last wait) plus a task's run, else a message
 # held for its countdown would be handed out twice; not the hour of kombu's default.
 VISIBILITY_TIMEOUT_S = max([0.0, *settings.ALLOT_WEBHOOK_BACKOFF_S]) + 240
@@ -135,5 +137,10 @@ app.conf.beat_schedule = {
         "task": AUDIT_PRUNE_TASK,
         "schedule": AUDIT_PRUNE_PERIOD_S,
         "options": {"expires": AUDIT_PRUNE_PERIOD_S * 0.75},
+    },
+    "job-history-retention": {
+        "task": JOBS_PRUNE_TASK,
+        "schedule": JOBS_PRUNE_PERIOD_S,
+        "options": {"expires": JOBS_PRUNE_PERIOD_S * 0.75},
     },
 }

@@ -17,6 +17,7 @@ from django.db import close_old_connections, connection
 
 from portal.audit.retention import prune_if_due
 from portal.core.trigger import cycle_wanted
+from portal.jobs import retention as job_history
 from portal.scheduling.cycle import run_cycle
 from portal.scheduling.publish import owed_in
 
@@ -68,8 +69,9 @@ def _loop() -> None:
             logger.exception("embedded scheduling cycle failed")
         try:
             prune_if_due()  # the audit log's retention, hourly (Celery beat's task in production)
+            job_history.prune_if_due()  # ended jobs past ALLOT_JOB_RETENTION_DAYS, hourly too
         except Exception:
-            logger.exception("audit log pruning failed")
+            logger.exception("audit log or job history pruning failed")
         finally:
             close_old_connections()
     connection.close()

@@ -7,10 +7,13 @@ the REST API's serializer and `services.submit_job`, so the page's messages are 
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -20,8 +23,19 @@ from rest_framework.exceptions import APIException
 
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
-from portal.jobs import services
-from portal.jobs.models import ACTIVE, Job, JobEvent, JobRun, JobType, RunEnd, ServiceType, Status
+from portal.jobs import queries, services
+from portal.jobs.models import (
+    ACTIVE,
+    ENDED,
+    Job,
+    JobEvent,
+    JobRun,
+    JobType,
+    RunEnd,
+    ServiceType,
+    Status,
+)
+from portal.jobs.queries import ACTIVE_STATUSES, HISTORY_FILTERS
 from portal.scheduling import lifecycle
 from portal.scheduling.agent import job_urls
 from portal.web.forms import (
@@ -84,27 +98,34 @@ def _free_name(project: str, base: str) -> str:
                 if (name := base if n == 1 else f"{base}-{n}") not in taken)  # fmt: skip
 
 
+PAGE_SIZE = 50
+STATUS_GROUPS = {  # the jobs page's status choices beyond single statuses
+    ",".join(ACTIVE_STATUSES): "not ended (pending, running, stopped)",
+    ",".join(ENDED): "history (ended, stopped)",
+}
+
+
 @login_required
 def jobs(request: HttpRequest) -> HttpResponse:
-    """Jobs of the user's projects, filtered by project, status, type and "mine"."""
-    rows = access.jobs_for(request.user).order_by("-submitted_at")
-    chosen = {key: request.GET.get(key, "") for key in ("project", "status", "type")}
-    if chosen["project"]:
-        rows = rows.filter(project__name=chosen["project"])
-    if chosen["status"] in Status.values:
-        rows = rows.filter(status=chosen["status"])
-    if chosen["type"] in JobType.values:
-        rows = rows.filter(type=chosen["type"])
+    """Jobs of the user's projects, newest first, a page at a time, finished ones included (until
+    ALLOT_JOB_RETENTION_DAYS prunes them): filtered as the API filters them, and "mine"."""
+    chosen = {key: request.GET.get(key, "").strip() for key in HISTORY_FILTERS}
+    rows, errors = queries.history(access.jobs_for(request.user), chosen)
     mine = request.GET.get("mine") == "1"
     if mine:
         rows = rows.filter(user=request.user)
+    if errors:
+        rows = rows.none()
+    page = Paginator(rows.order_by("-id"), PAGE_SIZE).get_page(request.GET.get("page"))
+    query = urlencode({**{k: v for k, v in chosen.items() if v}, **({"mine": 1} if mine else {})})
     return render(
         request,
         "web/jobs.html",
-        {"page": "jobs", "jobs": rows[:500], "chosen": chosen, "mine": mine,
-         "projects": access.projects_for(request.user).order_by("name"),
+        {"page": "jobs", "jobs": page, "chosen": chosen, "mine": mine, "errors": errors,
+         "query": query, "projects": access.projects_for(request.user).order_by("name"),
          "cannot_submit": access.why_not_submit(request.user),
-         "statuses": Status.values, "types": JobType.values},
+         "status_groups": STATUS_GROUPS, "statuses": Status.values, "types": JobType.values},
+        status=400 if errors else 200,
     )  # fmt: skip
 
 

@@ -27,13 +27,13 @@ from portal.api.serializers.jobs import (
 from portal.core.errors import conflict
 from portal.dashboards import analytics
 from portal.dashboards.overview import build_overview, visible_projects
-from portal.jobs import services
+from portal.jobs import queries, services
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, Status
 from portal.scheduling import cycle_metrics, lifecycle
 from portal.scheduling.agent import get_agent, job_logs
 from portal.scheduling.settle import settle_response
 
-FILTERS = {"status": Status.values, "type": JobType.values}
+ORDERINGS = ("id", "-id")  # submission order, or newest first
 # What a listed job shows: its own columns, and of its project and user only their names (a
 # project row has some thirty columns, a user's its password hash: a page of 50 jobs builds them).
 LISTED = (*(field.name for field in Job._meta.concrete_fields), "project__name", "user__username")
@@ -41,19 +41,15 @@ TAIL_MAX = 10_000
 
 
 def filtered(jobs, params) -> object:
-    """`jobs` narrowed by ?project= ?status= ?type=; an unknown status or type is a 400."""
-    for field, allowed in FILTERS.items():
-        value = params.get(field)
-        if value is None:
-            continue
-        if value not in allowed:
-            raise ValidationError(
-                {field: [f"unknown {field} {value!r}; one of {', '.join(allowed)}"]}
-            )
-        jobs = jobs.filter(**{field: value})
-    if params.get("project") is not None:
-        jobs = jobs.filter(project__name=params["project"])
-    return jobs
+    """`jobs` narrowed by the history filters (`portal.jobs.queries.history`), in submission
+    order or, with ?ordering=-id, newest first; any bad filter is a 400 naming it."""
+    jobs, errors = queries.history(jobs, params)
+    ordering = params.get("ordering") or "id"
+    if ordering not in ORDERINGS:
+        errors["ordering"] = [f"unknown ordering {ordering[:20]!r}; one of {', '.join(ORDERINGS)}"]
+    if errors:
+        raise ValidationError(errors)
+    return jobs.order_by(ordering)
 
 
 class JobMixin:
@@ -68,18 +64,32 @@ class JobMixin:
 @extend_schema(
     parameters=[
         OpenApiParameter("project", str, description="only this project's jobs"),
-        OpenApiParameter("status", str, enum=Status.values),
+        OpenApiParameter(
+            "status",
+            str,
+            description="one status or several, comma-separated: "
+            f"{', '.join(Status.values)} (e.g. Succeeded,Failed,TimedOut,Stopped for history)",
+        ),
         OpenApiParameter("type", str, enum=JobType.values),
+        OpenApiParameter("user", str, description="only jobs submitted by this username"),
+        OpenApiParameter(
+            "since", str, description="submitted at or after (ISO 8601 date or date and time)"
+        ),
+        OpenApiParameter(
+            "until", str, description="submitted before (ISO 8601; a bare date: that whole day)"
+        ),
+        OpenApiParameter("ordering", str, enum=ORDERINGS, description="-id: newest first"),
     ]
 )
 class JobList(generics.ListCreateAPIView):
-    """GET the jobs you may see (filters ?project= ?status= ?type=); POST a job (Pending)."""
+    """GET the jobs you may see, finished ones included until the retention setting prunes them
+    (filters ?project= ?status= ?type= ?user= ?since= ?until=, paginated); POST a job."""
 
     serializer_class = JobSerializer
     permission_classes = [IsAuthenticated]
 
     def get_queryset(self):
-        jobs = access.jobs_for(self.request.user).order_by("id").only(*LISTED)
+        jobs = access.jobs_for(self.request.user).only(*LISTED)
         return filtered(jobs, self.request.query_params)
 
     def create(self, request, *args, **kwargs):
