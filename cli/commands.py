@@ -124,6 +124,24 @@ def login(url, token, username, password_stdin):
                f"token saved to {path}")  # fmt: skip
 
 
+@cli.command()
+def logout():
+    """Revoke the API token in use (the portal refuses it from then on) and forget the stored one.
+
+    Other tokens of yours (other machines, scripts) stay valid: list and revoke them on /me/."""
+    settings = config.current()
+    if not (settings.url and settings.token):
+        raise CliError("not logged in: nothing to revoke")
+    response = Api(settings.url, settings.token).send("DELETE", "auth/token/")
+    if response.status_code != 401:  # revoked already or expired: nothing to keep either
+        Api(settings.url, None).answer(response)  # any other refusal, said plainly
+    config.forget("token")
+    if response.status_code == 401:
+        click.echo("The token was not valid any more; forgotten.")
+    else:
+        click.echo(f"Logged out of {settings.url}: the token is revoked and forgotten.")
+
+
 def _token_name() -> str:
     """What `allot login` calls the token it gets, to tell it apart on /me/."""
     return f"allot CLI on {socket.gethostname() or 'an unnamed host'}"[:100]
