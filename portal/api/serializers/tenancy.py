@@ -170,3 +170,12 @@ class UserSerializer(serializers.ModelSerializer):
         except DjangoValidationError as exc:
             raise serializers.ValidationError({"password": exc.messages}) from None
         return attrs
+
+
+class AccountSerializer(serializers.ModelSerializer):
+    """A portal account as a cluster admin changes it: active or not, cluster admin or not."""
+
+    class Meta:
+        model = get_user_model()
+        fields = ["username", "email", "is_active", "is_staff", "date_joined", "last_login"]
+        read_only_fields = ["username", "email", "date_joined", "last_login"]

@@ -15,7 +15,12 @@ from portal.api.permissions import (
     MayEditProject,
     MayManageMembers,
 )
-from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
+from portal.api.serializers.tenancy import (
+    AccountSerializer,
+    MembershipSerializer,
+    ProjectSerializer,
+    UserSerializer,
+)
 from portal.jobs.queries import with_usage
 from portal.tenancy import services
 from portal.tenancy.models import Membership, Project
@@ -109,3 +114,22 @@ class UserList(generics.ListCreateAPIView):
 
     def perform_create(self, serializer):
         serializer.instance = services.create_user(**serializer.validated_data)
+
+
+class UserDetail(generics.RetrieveUpdateDestroyAPIView):
+    """GET, PATCH (`is_active`, `is_staff`) or DELETE one account (cluster admins). Never one's
+    own account, never the last active cluster admin (409); a deleted user's jobs stay."""
+
+    serializer_class = AccountSerializer
+    permission_classes = [IsClusterAdmin]
+    queryset = get_user_model().objects.all()
+    lookup_field = "username"
+    http_method_names = ["get", "patch", "delete", "head", "options"]
+
+    def perform_update(self, serializer):
+        serializer.instance = services.update_user(
+            serializer.instance, by=self.request.user, **serializer.validated_data
+        )
+
+    def perform_destroy(self, user):
+        services.delete_user(user, by=self.request.user)
