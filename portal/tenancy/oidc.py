@@ -112,6 +112,19 @@ class Change:
     role: str
 
 
+def groups_from_userinfo(token: dict, subject: str) -> dict:
+    """{groups claim: value} from the provider's userinfo endpoint, for providers that leave the
+    groups out of the ID token; {} when it has no such endpoint or claim. The answer must be
+    about the ID token's subject (OpenID Connect Core 5.3.2)."""
+    if not provider_metadata().get("userinfo_endpoint"):
+        return {}
+    info = client().userinfo(token=token)
+    if info.get("sub") != subject:
+        raise SignInRefused("the userinfo endpoint answered for another subject than the ID token")
+    claim = settings.ALLOT_OIDC_GROUPS_CLAIM
+    return {claim: info[claim]} if claim in info else {}
+
+
 def claimed_groups(claims: dict) -> set[str]:
     """The groups in the ID token's groups claim (ALLOT_OIDC_GROUPS_CLAIM): a list of names, or
     one name; a missing claim is no groups."""

@@ -102,9 +102,11 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
         raise Http404("Single sign-on is not set up on this portal.")
     try:
         token = oidc.client().authorize_access_token(request, leeway=oidc.LEEWAY_S)
-        claims = token.get("userinfo")
+        claims = dict(token.get("userinfo") or {})
         if not claims:
             raise OAuthError(description="the provider's answer holds no ID token")
+        if settings.ALLOT_OIDC_GROUPS_CLAIM not in claims:  # some providers: at userinfo only
+            claims.update(oidc.groups_from_userinfo(token, claims.get("sub")))
     except (OAuthError, JoseError, ValueError) as exc:
         reason = _token_refusal(exc)
         log.warning("single sign-on refused from %s: %s", request.META.get("REMOTE_ADDR"), reason)
@@ -113,8 +115,12 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     except requests.RequestException as exc:
         log.error("single sign-on: the identity provider cannot be reached: %s", exc)
         return _refused(request, "The identity provider cannot be reached: try again later.", 502)
+    except oidc.SignInRefused as exc:
+        log.warning("single sign-on refused: %s", exc)
+        user_login_failed.send(sender=__name__, credentials={"username": None}, request=request)
+        return _refused(request, f"Single sign-on failed: {exc}.", 403)
     try:
-        user = auth.authenticate(request, oidc_claims=dict(claims))
+        user = auth.authenticate(request, oidc_claims=claims)
     except oidc.SignInRefused as exc:
         log.warning("single sign-on refused for %s: %s", claims.get("sub"), exc)
         name = claims.get(settings.ALLOT_OIDC_USERNAME_CLAIM)

@@ -6,7 +6,8 @@
 
 Each provider has its own SQLite database, RSA signing key and free port; `expire_s` makes it
 hand out ID tokens that live that long (negative: expired already), `publish_other_key` makes
-its JWKS endpoint publish a key it does not sign with.
+its JWKS endpoint publish a key it does not sign with, `groups_in_id_token=False` leaves the
+groups out of the ID token (the userinfo endpoint still has them).
 """
 
 from __future__ import annotations
@@ -46,7 +47,14 @@ def _free_port() -> int:
 class Provider:
     """django-oauth-toolkit serving OpenID Connect on http://127.0.0.1:PORT/o."""
 
-    def __init__(self, directory: Path, *, expire_s: int = 300, publish_other_key: bool = False):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        expire_s: int = 300,
+        publish_other_key: bool = False,
+        groups_in_id_token: bool = True,
+    ):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
@@ -62,6 +70,7 @@ class Provider:
             IDP_ISSUER=self.issuer,
             IDP_RSA_KEY=self.private_key,
             IDP_ID_TOKEN_EXPIRE_S=str(expire_s),
+            IDP_GROUPS_IN_ID_TOKEN="1" if groups_in_id_token else "0",
         )
         if publish_other_key:
             self.env["IDP_JWKS_KEY"] = new_rsa_key()

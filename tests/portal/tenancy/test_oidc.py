@@ -404,3 +404,29 @@ def test_a_provider_calling_itself_another_issuer_is_refused(db, client, setting
         f"&#x27;{idp.issuer}&#x27;, not &#x27;{settings.ALLOT_OIDC_ISSUER}&#x27; "
         "(ALLOT_OIDC_ISSUER)."
     ) in page.text
+
+
+@pytest.fixture(scope="module")
+def userinfo_idp(tmp_path_factory):
+    """A provider that puts the groups at its userinfo endpoint only, not in the ID token."""
+    directory = tmp_path_factory.mktemp("idp-userinfo")
+    with Provider(directory, groups_in_id_token=False) as provider:
+        provider.user("dave", PASSWORD, "ml-team", "ops")
+        yield provider
+
+
+def test_groups_sent_at_the_userinfo_endpoint_only_give_roles_too(
+    portal, settings, userinfo_idp, monkeypatch
+):
+    from portal.tenancy import oidc
+
+    asked = []
+    real = oidc.groups_from_userinfo
+    monkeypatch.setattr(
+        oidc, "groups_from_userinfo", lambda *a: asked.append(real(*a)) or asked[-1]
+    )
+    use_provider(settings, userinfo_idp)
+    _, page = sign_in(portal, userinfo_idp.url, "dave", PASSWORD)
+    assert page.url == f"{portal}/"
+    assert asked == [{"groups": ["ml-team", "ops"]}]  # the ID token had none
+    assert roles("dave") == {"vision": ("researcher", "sso"), "infra": ("viewer", "sso")}
