@@ -43,6 +43,12 @@ class Node:
     A node that is not `ready` contributes nothing to the cluster total (R2.6) and takes no pods;
     a `schedulable=False` (cordoned) node keeps its running pods and counts in the total but takes
     no new pods.
+
+    `cpu_millis` and `memory_mib` are the node's allocatable CPU (millicores) and memory (MiB);
+    None means not tracked, so that resource never limits what the node takes (issue 26).
+    `failed_devices` are indexes of GPUs the device plugin or an admin marked failed: nothing is
+    placed on them, they do not count in the cluster total (R2.6), and a job running on one is
+    evicted by the next cycle (scheduler/actions/failed.py).
     """
 
     name: str
@@ -51,6 +57,14 @@ class Node:
     pool: str = "default"
     ready: bool = True
     schedulable: bool = True
+    cpu_millis: int | None = None
+    memory_mib: int | None = None
+    failed_devices: tuple[int, ...] = ()
+
+    @property
+    def healthy_gpus(self) -> int:
+        """Devices that are not failed (what a ready node gives the cluster total, R2.6)."""
+        return self.gpus - len({d for d in self.failed_devices if 0 <= d < self.gpus})
 
 
 @dataclass(frozen=True)
@@ -80,7 +94,9 @@ class Project:
     """A leaf queue: a team's guaranteed `quota`, over-quota weight, limit and node pools.
 
     Semantics as :class:`Department`; `node_pools=()` means any pool; `department=None` puts the
-    project at the top level.
+    project at the top level. `cpu_limit_millis` and `memory_limit_mib` cap the CPU and memory its
+    running jobs may hold together, as `limit` caps GPUs (R3.1); None means no limit. Fair share
+    stays in GPUs, as in Run:AI (issue 26).
     """
 
     name: str
@@ -93,6 +109,8 @@ class Project:
     order: int = 0
     reclaim_min_runtime_s: float | None = None
     preempt_min_runtime_s: float | None = None
+    cpu_limit_millis: int | None = None
+    memory_limit_mib: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,13 @@ class Job:
     `attained_gpu_s` is the GPU-seconds the job has held over all its runs so far (the snapshot's
     producer adds them up; evictions do not reset it). `band` is derived by the core when the
     cycle opens (L1) — a value given in the snapshot is replaced — and is 0 without bands.
+
+    Other resources, per pod like `gpus` (issue 26): `cpu_millis` (millicores) and `memory_mib`
+    (MiB) the pod requests on its node (0: none). A CPU-only job has `gpus == 0` and never holds a
+    GPU. `gpu_memory_mib` is a fractional request by memory (R3.4, R5.5): the pod goes on one
+    device with that much memory free, and `gpus` is then the producer's fraction for accounting,
+    gpu_memory_mib over the smallest device memory in the cluster (scheduler_tools/scenario.py
+    and the portal compute it so).
     """
 
     project: str
@@ -152,6 +177,9 @@ class Job:
     backfilled: bool = False
     attained_gpu_s: float = 0.0
     band: int = 0
+    cpu_millis: int = 0
+    memory_mib: int = 0
+    gpu_memory_mib: int | None = None
 
     # The derived values below are read millions of times per simulated day; a job is
     # immutable, so each is computed once (cached_property stores it beside the fields, which

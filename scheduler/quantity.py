@@ -1,0 +1,138 @@
+"""Kubernetes resource quantities: one parser for CPU, memory and GPU memory (issue 26).
+
+The syntax is Kubernetes' ``resource.Quantity``: a decimal number (sign, digits, an optional
+fraction) followed by a binary suffix (``Ki Mi Gi Ti Pi Ei``, powers of 1024), a decimal suffix
+(``n u m k M G T P E``, powers of 1000; ``m`` is a thousandth) or a decimal exponent (``1e3``).
+A plain number is cores for CPU and bytes for memory, as in Kubernetes.
+
+The core counts CPU in millicores and memory in MiB (integers, so sums are exact, like GPUs in
+thousandths, scheduler/model.py). A request is rounded *up* to the unit (a pod asking for 1
+byte holds 1 MiB); a node's allocatable is rounded *down* (a node never offers more than it has).
+Every error is a :class:`QuantityError` (a ``ValueError``) whose message says what was given and
+what is expected, so the portal can show it under the field as it is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = [
+    "QuantityError",
+    "cores_text",
+    "cpu_millis",
+    "format_cpu",
+    "format_memory",
+    "memory_mib",
+    "memory_text",
+    "parse_quantity",
+]
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_SYNTAX = re.compile(
+    r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
+    r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?$"
+)
+MIB = 2**20
+
+
+class QuantityError(ValueError):
+    """A value that is not a Kubernetes quantity, or not one allowed here (negative, too big)."""
+
+
+def parse_quantity(value: str | int | float) -> Fraction:
+    """The exact value of a Kubernetes quantity ("500m" -> 1/2, "16Gi" -> 17179869184).
+
+    Numbers (int or float, e.g. from JSON) are taken as they are. Raises :class:`QuantityError`
+    for anything else, including booleans, NaN and infinities.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity (e.g. 500m, 2, 16Gi)")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a finite quantity")
+        return Fraction(value).limit_denominator(10**9)
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity (e.g. 500m, 2, 16Gi)")
+    text = value.strip()
+    match = _SYNTAX.match(text)
+    if match is None or len(text) > 64:
+        raise QuantityError(
+            f"{value!r} is not a Kubernetes quantity (a number with an optional suffix: "
+            "m, k, M, G, T, Ki, Mi, Gi, Ti; e.g. 500m, 2, 16Gi)"
+        )
+    number = Fraction(match["number"])
+    if match["exponent"] is not None:
+        exponent = int(match["exponent"])
+        if abs(exponent) > 30:
+            raise QuantityError(f"{value!r}: the exponent is out of range")
+        return number * Fraction(10) ** exponent
+    suffix = match["suffix"] or ""
+    return number * (_BINARY.get(suffix) or _DECIMAL[suffix])
+
+
+def _non_negative(value: str | int | float, what: str) -> Fraction:
+    amount = parse_quantity(value)
+    if amount < 0:
+        raise QuantityError(f"{what} cannot be negative (got {value!r})")
+    if amount > 2**62:
+        raise QuantityError(f"{what} {value!r} is too large")
+    return amount
+
+
+def cpu_millis(value: str | int | float, *, allocatable: bool = False) -> int:
+    """CPU in millicores: "500m" -> 500, "2" or 2 -> 2000, 0.25 -> 250 (a plain number is
+    cores). A request rounds up to the millicore, an `allocatable` amount down."""
+    amount = _non_negative(value, "CPU") * 1000
+    return math.floor(amount) if allocatable else math.ceil(amount)
+
+
+def memory_mib(value: str | int | float, *, allocatable: bool = False) -> int:
+    """Memory in MiB: "16Gi" -> 16384, "512Mi" -> 512; a plain number is bytes as in
+    Kubernetes. A request rounds up to the MiB ("1G" -> 954), an `allocatable` amount down
+    ("1G" -> 953)."""
+    amount = _non_negative(value, "Memory") / MIB
+    return math.floor(amount) if allocatable else math.ceil(amount)
+
+
+def format_cpu(millis: int) -> str:
+    """Millicores as Kubernetes writes them: 2000 -> "2", 500 -> "500m"."""
+    return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
+
+
+def format_memory(mib: int) -> str:
+    """MiB as Kubernetes writes them: 16384 -> "16Gi", 1536 -> "1536Mi", 2**20 -> "1Ti"."""
+    for suffix, size in (("Ti", 2**20), ("Gi", 2**10)):
+        if mib and mib % size == 0:
+            return f"{mib // size}{suffix}"
+    return f"{mib}Mi"
+
+
+def cores_text(millis: int) -> str:
+    """Millicores in words for reasons: 16000 -> "16 cores", 1000 -> "1 core", 500 -> "0.5
+    cores"."""
+    cores = millis / 1000
+    shown = f"{cores:g}" if millis % 1000 else str(millis // 1000)
+    return f"{shown} core" if millis == 1000 else f"{shown} cores"
+
+
+def memory_text(mib: int) -> str:
+    """MiB in words for reasons: 65536 -> "64 GiB", 1536 -> "1.5 GiB", 300 -> "300 MiB"."""
+    if mib >= 1024:
+        return f"{round(mib / 1024, 2):g} GiB"
+    return f"{mib} MiB"
