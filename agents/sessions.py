@@ -20,6 +20,11 @@ the portal's (issue 22).
   so it refuses to start a session (`SessionNotStarted`, and the job fails saying why) unless it
   is told it is one person's embedded trial (`single_user`, which `make run` sets): then the
   notebook runs as the portal's own user, whose code it is anyway.
+- Its network. Sessions' users all have one primary group, `agents.firewall.GROUP`; before the
+  first session starts, the portal installs an iptables chain that refuses every TCP connection
+  a process of that group opens to the portal's PostgreSQL and Redis (`guarded`: DATABASE_URL
+  and REDIS_URL), which commonly trust local connections. A chain that cannot be installed is a
+  refusal, unless the operator turned the guard off (ALLOT_SESSIONS_FIREWALL=0).
 - Its environment, built from nothing (`session_environment`): PATH, LANG, HOME and Jupyter's
   directories inside the session's home, its token and the job's own environment. Nothing of the
   portal's environment (SECRET_KEY, DATABASE_URL, REDIS_URL, ...) reaches it.
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import grp
 import hashlib
 import itertools
 import json
@@ -70,6 +76,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents import firewall
 from agents.watchdog import alive as _alive
 
 JUPYTER_PORT = 8888
@@ -178,7 +185,10 @@ class LocalSessions:
     it. `single_user`: this portal is one person's embedded trial (`make run`), so a portal that
     is not root may run notebooks as its own user; otherwise it refuses to. `private`: the
     portal's paths no session may read (closed to other users before each start).
-    `workspaces`: where users' persistent workspaces live (default: `directory`/workspaces)."""
+    `workspaces`: where users' persistent workspaces live (default: `directory`/workspaces).
+    `guarded`: the URLs of the services no session may connect to (the portal's database and
+    broker; `agents.firewall`), installed before the first isolated session starts; None: no
+    guard (the operator's choice, or a portal that is not root and has no users to match)."""
 
     def __init__(
         self,
@@ -189,6 +199,7 @@ class LocalSessions:
         single_user: bool = False,
         private: Iterable[Path | str] = (),
         workspaces: Path | str | None = None,
+        guarded: Iterable[str] | None = None,
     ):
         self.directory = Path(directory).absolute()
         self.workspaces = Path(workspaces or self.directory / "workspaces").absolute()
@@ -196,6 +207,9 @@ class LocalSessions:
         self.command = tuple(command or (self.python, "-m", "jupyterlab"))
         self.single_user = single_user
         self.private = tuple(Path(path).absolute() for path in private)
+        self.guarded = None if guarded is None else firewall.services(*guarded)
+        self._guard_lock = threading.Lock()
+        self._sessions_gid: int | None = None  # set once the group exists and the guard stands
 
     @property
     def isolated(self) -> bool:
@@ -356,6 +370,7 @@ class LocalSessions:
         if reason:
             raise SessionNotStarted(reason)
         self._seal()
+        gid = self._guard() if self.isolated else None
         if user:
             owner = _Owner(workspace_user(project, user), str(self.workspace(project, user)), True)
         else:
@@ -365,15 +380,32 @@ class LocalSessions:
             if owner.workspace:
                 self._workspace_folders(project)
             home = Path(owner.home)
-            account = _account(owner.account, home, project, name) if self.isolated else None
+            account = _account(owner.account, home, project, name, gid) if gid is not None else None
             _make_home(home, account)
             return self._run(project, name, environment, home, account)
+
+    def _guard(self) -> int:
+        """The sessions' group's id, the group made and the firewall chain installed (once per
+        process) first. SessionNotStarted when either cannot be done."""
+        with self._guard_lock:
+            if self._sessions_gid is None:
+                gid = _sessions_group()
+                if self.guarded:
+                    try:
+                        firewall.guard(self.guarded, gid)
+                    except firewall.FirewallError as exc:
+                        raise SessionNotStarted(
+                            f"the portal's database and broker could not be closed to notebooks: "
+                            f"{exc}"
+                        ) from exc
+                self._sessions_gid = gid
+            return self._sessions_gid
 
     def _run(self, project: str, name: str, environment: dict[str, str], home: Path,
              account: pwd.struct_passwd | None) -> Session:  # fmt: skip
         port, token, base_url = _free_port(), secrets.token_hex(24), session_path(project, name)
         user = account.pw_name if account else _username(os.geteuid())
-        as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []} if (
+        as_user = {"user": account.pw_uid, "group": self._sessions_gid, "extra_groups": []} if (
             account) else {}  # fmt: skip
         watchdog = [self.python, "-I", "-c", WATCHDOG_SOURCE, "--parent", str(os.getpid()), "--"]
         server = [
@@ -542,13 +574,34 @@ def _chown_tree(top: Path, uid: int, gid: int) -> None:
                 os.chown(os.path.join(folder, entry), uid, gid, follow_symlinks=False)
 
 
-def _account(user: str, home: Path, project: str, name: str) -> pwd.struct_passwd:
-    """The session's system user, made when it does not exist yet."""
+def _sessions_group() -> int:
+    """The id of the group every session's user has as its primary group (`firewall.GROUP`),
+    made when it does not exist yet."""
+    try:
+        return grp.getgrnam(firewall.GROUP).gr_gid
+    except KeyError:
+        pass
+    command = ["groupadd", "--system", "--force", firewall.GROUP]  # --force: made meanwhile is fine
+    try:
+        with _accounts:
+            done = subprocess.run(command, capture_output=True, text=True,
+                                  env={"PATH": ADMIN_PATH}, timeout=30)  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SessionNotStarted(f"could not create the group {firewall.GROUP}: {exc}") from exc
+    try:
+        return grp.getgrnam(firewall.GROUP).gr_gid
+    except KeyError:
+        why = done.stderr.strip() or f"groupadd exited with {done.returncode}"
+        raise SessionNotStarted(f"could not create the group {firewall.GROUP}: {why}") from None
+
+
+def _account(user: str, home: Path, project: str, name: str, gid: int) -> pwd.struct_passwd:
+    """The session's system user, made when it does not exist yet, in the sessions' group."""
     found = _account_of(user)
     if found is not None:
         return found
     comment = re.sub(r"[^A-Za-z0-9._/ -]", "-", f"Allot session {project}/{name}")
-    command = ["useradd", "--system", "--user-group", "--no-create-home", "--home-dir",
+    command = ["useradd", "--system", "--gid", str(gid), "--no-create-home", "--home-dir",
                str(home), "--shell", NOLOGIN, "--comment", comment, user]  # fmt: skip
     why, deadline = "", time.monotonic() + ACCOUNT_PATIENCE_S
     for attempt in itertools.count():  # another process may hold /etc/passwd's lock a while

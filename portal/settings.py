@@ -617,3 +617,14 @@ ALLOT_SESSIONS_PRIVATE_PATHS = [
     *SECRET_FILES,
     *(Path(path) for path in envlist("ALLOT_SESSIONS_PRIVATE_PATHS", "")),
 ]
+# Nor may a session connect to the portal's database or broker, which commonly trust local
+# connections: an iptables chain refuses every TCP connection the sessions' group opens to them
+# (agents/firewall.py), DATABASE_URL's and REDIS_URL's host and port and those of the URLs in
+# ALLOT_SESSIONS_GUARDED_URLS. ALLOT_SESSIONS_FIREWALL=0 turns it off: only where each of those
+# services asks for a password no notebook can know.
+ALLOT_SESSIONS_FIREWALL = envbool("ALLOT_SESSIONS_FIREWALL", True)
+ALLOT_SESSIONS_GUARDED_URLS = [
+    DATABASE_URL,
+    *([REDIS_URL] if REDIS_URL else []),
+    *envlist("ALLOT_SESSIONS_GUARDED_URLS", ""),
+]

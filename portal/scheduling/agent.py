@@ -36,6 +36,7 @@ def get_agent() -> Agent:
 
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
+        guarded = settings.ALLOT_SESSIONS_GUARDED_URLS if settings.ALLOT_SESSIONS_FIREWALL else None
         sessions = (
             LocalSessions(
                 settings.ALLOT_SESSIONS_DIR,
@@ -43,6 +44,7 @@ def _build_agent(kind: str) -> Agent:
                 single_user=settings.ALLOT_SESSIONS_SINGLE_USER,
                 private=settings.ALLOT_SESSIONS_PRIVATE_PATHS,
                 workspaces=settings.ALLOT_WORKSPACES_DIR,
+                guarded=guarded,
             )
             if settings.ALLOT_SIM_JUPYTER
             else None

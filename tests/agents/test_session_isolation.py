@@ -22,15 +22,19 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import pytest
 import websocket
 
+from agents import firewall
 from agents import sessions as sessions_module
 from agents.base import JobSpec, PodSpec
 from agents.sessions import LocalSessions, SessionNotStarted, session_environment, session_user
 from agents.simulated import SimulatedAgent
 from tests.paths import ROOT
 
+# The portal's PostgreSQL and Redis, which trust local connections here as on many hosts
+GUARDED = ["postgres://postgres@127.0.0.1:5432/allot", "redis://127.0.0.1:6379/0"]
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="sessions get users of their own as root")
 
 # What the portal holds: none of it may reach a notebook.
@@ -159,6 +163,20 @@ def redis_as_the_portal():
 attempt("PostgreSQL as the portal connects", postgres_as_the_portal)
 attempt("Redis as the portal connects", redis_as_the_portal)
 
+def postgres_trusting_localhost():  # a Debian cluster trusting 127.0.0.1, as CI's does
+    import psycopg
+    url = f"postgresql://postgres@127.0.0.1:{P['postgres_port']}/postgres"
+    return psycopg.connect(url, connect_timeout=3).info.dbname
+
+def redis_without_password():  # Redis's protocol by hand: the kernel need not have a client
+    import socket
+    with socket.create_connection(("127.0.0.1", P["redis_port"]), timeout=3) as connection:
+        connection.sendall(b"PING\\r\\n")
+        return connection.recv(100)
+
+attempt("PostgreSQL on this host, no password", postgres_trusting_localhost)
+attempt("Redis on this host, no password", redis_without_password)
+
 def sqlite_rows(path):
     return sqlite3.connect(f"file:{path}?mode=ro", uri=True).execute("select 1").fetchall()
 
@@ -200,7 +218,8 @@ print(json.dumps(results))
 def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, session_python):
     """The issue's reproduction in a real kernel: every read fails."""
     private = (portal["var"], portal["env"], portal["database"])
-    sessions = LocalSessions(portal["sessions"], python=session_python, private=private)
+    sessions = LocalSessions(portal["sessions"], python=session_python, private=private,
+                             guarded=GUARDED)  # fmt: skip
     agent = SimulatedAgent(sessions=sessions)
     mine, other = notebook_job("team-a", environment=(("SEED", "42"),)), notebook_job("team-b")
     agent.start(mine)
@@ -224,6 +243,7 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
         "other_log": str(portal["sessions"] / "team-b--nb.log"),
         "other_home": str(b_home), "other_notebook": str(b_home / "work" / "b.ipynb"),
         "portal_pid": os.getpid(), "other_pid": b.pid, "other_api": b.upstream,
+        "postgres_port": 5432, "redis_port": 6379,
     }  # fmt: skip
     printed = run_in_kernel(a, f"P = {paths!r}\n" + textwrap.dedent(PROBE))
     results = json.loads(printed.strip().splitlines()[-1])
@@ -232,7 +252,7 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
     print(json.dumps(results, indent=1))
     read = {label: outcome for label, outcome in results.items() if "denied" not in outcome}
     assert read == {}, "the notebook read what it must not"
-    assert len(results) == 30
+    assert len(results) == 32
     expected = dict.fromkeys(results, "PermissionError")  # the kernel's own "no"
     expected.update({label: "KeyError" for label in results if label.startswith("environment")})
     expected.update({  # no credentials to try; no file to open; no token to show
@@ -240,6 +260,8 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
         "PostgreSQL as the portal connects": "KeyError",
         "Redis as the portal connects": "KeyError",
         "the portal's SQLite database": "OperationalError",
+        "PostgreSQL on this host, no password": "OperationalError",  # reset by the firewall
+        "Redis on this host, no password": "ConnectionRefusedError",
         "another session's Jupyter with this session's token": "HTTPError",
         "another session's Jupyter without a token": "HTTPError",
     })  # fmt: skip
@@ -263,6 +285,38 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
 
     agent.stop("team-a", "nb")
     agent.stop("team-b", "nb")
+    assert psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres").info.dbname  # the
+    # test's own process still reaches PostgreSQL: the refusals were the sessions' group's only
+    firewall.remove()
+
+
+@as_root
+def test_a_firewall_that_cannot_be_installed_is_a_refusal(sessions_dir, monkeypatch):
+    """No iptables (or no CAP_NET_ADMIN): no server starts, and the job says why and what to
+    change."""
+
+    def refuse(targets, gid):
+        raise firewall.FirewallError("iptables is not installed, so notebooks could reach ...")
+
+    monkeypatch.setattr(firewall, "guard", refuse)
+    sessions = LocalSessions(sessions_dir / "s", python="/bin/sh", guarded=GUARDED)
+    with pytest.raises(SessionNotStarted, match="database and broker could not be closed"):
+        sessions.start("t", "nb")
+    assert "iptables is not installed" in sessions.failure("t", "nb")
+    assert sessions.get("t", "nb") is None
+
+
+def test_the_guard_covers_the_portals_database_and_broker(settings):
+    """The factory hands the sessions DATABASE_URL's and REDIS_URL's addresses, and nothing
+    when the operator turned the guard off."""
+    from portal.scheduling.agent import _build_agent
+
+    settings.ALLOT_SIM_JUPYTER = True
+    settings.ALLOT_SESSIONS_FIREWALL = True
+    settings.ALLOT_SESSIONS_GUARDED_URLS = GUARDED
+    assert _build_agent("simulated").sessions.guarded == [("127.0.0.1", 5432), ("127.0.0.1", 6379)]
+    settings.ALLOT_SESSIONS_FIREWALL = False
+    assert _build_agent("simulated").sessions.guarded is None
 
 
 def test_a_portal_that_is_not_root_refuses_to_run_a_notebook_as_itself(sessions_dir, monkeypatch):
