@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from portal.jobs.health import POLICY_FIELDS
-from portal.jobs.models import Job
+from portal.jobs.models import Job, JobRun
 from portal.jobs.services import project_health
 from portal.tenancy.models import ApiToken, Membership, Project, Role
 
@@ -41,6 +41,14 @@ def jobs_for(user) -> QuerySet[Job]:
     return Job.objects.select_related("project", "user").filter(
         project__in=projects_for(user).values("id")
     )
+
+
+def runs_for(user) -> QuerySet[JobRun]:
+    """The runs `user` may see, for GPU-hour accounting: all for a cluster admin, else those of
+    their projects' jobs (a team sees its own consumption, every member of it)."""
+    if is_cluster_admin(user):
+        return JobRun.objects.all()
+    return JobRun.objects.filter(job__project__in=projects_for(user).values("id"))
 
 
 def get_project_for(user, name: str) -> Project:

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from portal.api.views.accounting import Accounting
 from portal.api.views.audit import AuditList
 from portal.api.views.cluster import NodeDetail, NodeList
 from portal.api.views.jobs import (
@@ -85,6 +86,7 @@ urlpatterns = [
     path("auth/tokens/", MyTokenList.as_view(), name="my-token-list"),
     path("auth/tokens/<int:pk>/", MyTokenDetail.as_view(), name="my-token-detail"),
     path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),
+    path("accounting/", Accounting.as_view(), name="accounting"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),

@@ -65,6 +65,8 @@ REST = [
     ("audit-list", "get", f"{A}/audit/?format=csv", None, (200, 403, 403, 403)),
     ("audit-list", "delete", f"{A}/audit/", None, (405, 403, 403, 403)),
     ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
+    ("accounting", "get", f"{A}/accounting/?group_by=user", None, (200, 200, 200, 200)),
+    ("accounting", "get", f"{A}/accounting/?project=team-a", None, (200, 200, 200, 400)),
     ("scheduler-cycles", "get", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),

@@ -1,0 +1,94 @@
+"""GPU-hour accounting over REST (issue 23): `GET /api/v1/accounting/`.
+
+Cluster admins see every team; others see the projects they are members of
+(`portal.access.runs_for`). `?format=csv` streams the same figures as CSV, one row per period
+and group and a `total` row per group.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator, Iterable, Iterator
+
+from django.core.handlers.asgi import ASGIRequest
+from django.http import StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from portal import access
+from portal.api.serializers.accounting import AccountingSerializer
+from portal.api.views.jobs import CSVRenderer
+from portal.dashboards import accounting
+from portal.dashboards.accounting import Report
+
+PARAMETERS = [
+    OpenApiParameter("group_by", str, enum=list(accounting.GROUPS),
+                     description="project (default), department or user"),
+    OpenApiParameter("period", str, enum=list(accounting.PERIODS),
+                     description="day (default) or month, from midnight in the portal's zone"),
+    OpenApiParameter("since", str, description="ISO 8601 date or time (default: 7 days or 3 "
+                     "months back, whole periods)"),
+    OpenApiParameter("until", str, description="ISO 8601 date (that day included) or time, "
+                     "exclusive (default: now)"),
+    OpenApiParameter("project", str, description="only this project (one you may see)"),
+    OpenApiParameter("user", str, description="only this user's runs (a username)"),
+]  # fmt: skip
+
+
+class Accounting(APIView):
+    """GET GPU-hours allocated, used (utilization-weighted where measured) and over quota, per
+    project, department or user and per day or month, computed from the jobs' runs; with each
+    group's totals. `?format=csv` downloads the same figures."""
+
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, CSVRenderer]
+
+    @extend_schema(
+        parameters=PARAMETERS,
+        responses={200: OpenApiResponse(AccountingSerializer, description="the report; CSV "
+                                        "with ?format=csv")},
+    )  # fmt: skip
+    def get(self, request):
+        report = report_for(request.user, request.query_params)
+        if request.accepted_renderer.format == "csv":
+            return csv_response(report, isinstance(request._request, ASGIRequest))
+        return Response(report.as_dict())
+
+
+def report_for(user, params) -> Report:
+    """The report `params` ask for, over what `user` may see; a bad parameter is a 400."""
+    now = timezone.now()
+    projects = access.projects_for(user)
+    query, errors = accounting.parse(params, projects.values_list("name", flat=True), now)
+    if errors:
+        raise ValidationError(errors)
+    return accounting.build(query, access.runs_for(user), projects, now)
+
+
+def _lines(rows: Iterable[list]) -> Iterator[str]:
+    for row in rows:
+        buffer = io.StringIO()
+        csv.writer(buffer).writerow(row)
+        yield buffer.getvalue()
+
+
+async def _alines(rows: Iterable[list]) -> AsyncIterator[str]:
+    for line in _lines(rows):  # computed already: nothing here touches the database
+        yield line
+
+
+def csv_response(report: Report, asgi: bool) -> StreamingHttpResponse:
+    """The report as CSV, streamed a row at a time (an asynchronous stream under ASGI)."""
+    rows = list(report.csv_rows())
+    response = StreamingHttpResponse(_alines(rows) if asgi else _lines(rows),
+                                     content_type="text/csv")  # fmt: skip
+    q = report.query
+    name = f"allot-accounting-{q.group_by}-{q.period}-{q.since:%Y%m%d}-{q.until:%Y%m%d}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
