@@ -112,6 +112,21 @@ def parse_min_runtime_flag(text: str | None, flag: str) -> float | None:
         ) from None
 
 
+def parse_duration_flag(text: str, flag: str, zero: bool = True) -> float:
+    """A duration flag (90s, 30m, 2h, 1d or plain seconds) in seconds; SystemExit naming the
+    flag for anything else, "never", a negative value, or 0 where `zero` is False."""
+    try:
+        seconds = parse_min_runtime(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0 or (seconds == 0 and not zero):
+        least = "0 for off" if zero else "more than 0"
+        raise SystemExit(
+            f"{flag} takes a duration such as 90s, 30m, 12h or 1d ({least}); got {text!r}"
+        )
+    return seconds
+
+
 def with_min_runtime(spec: PolicySpec, reclaim: float | None, preempt: float | None) -> PolicySpec:
     """The spec with the cluster's min-runtime defaults (R7.4) replaced where given."""
     changes = {}
@@ -219,6 +234,24 @@ def _policy_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="R7.4: a job may not be preempted by its own team until it has run this long",
     )
+    p.add_argument(
+        "--fairshare-half-life",
+        metavar="DURATION",
+        help="R2.9/E10 time-based fair share: each team's past usage, decayed with this "
+        "half-life (12h, 1d), lowers its over-quota share; 0 or absent: off",
+    )
+    p.add_argument(
+        "--fairshare-window",
+        metavar="DURATION",
+        default="7d",
+        help="the usage window of --fairshare-half-life (default 7d, KAI's)",
+    )
+    p.add_argument(
+        "--k-value",
+        type=float,
+        metavar="K",
+        help="R2.9's kValue: how much past usage counts (default 1, KAI's)",
+    )
 
 
 def _predictor_arguments(p: argparse.ArgumentParser) -> None:
@@ -267,11 +300,15 @@ class Overrides:
     bands: tuple[float, ...] | None
     reclaim_min: float | None
     preempt_min: float | None
+    k_value: float | None = None
 
     def spec(self, name: str) -> PolicySpec:
         """The registered policy `name` with these overrides."""
         spec = with_bands(get_policy(name), self.bands)
-        return with_min_runtime(spec, self.reclaim_min, self.preempt_min)
+        spec = with_min_runtime(spec, self.reclaim_min, self.preempt_min)
+        if self.k_value is not None:
+            spec = replace(spec, policy=replace(spec.policy, k_value=self.k_value))
+        return spec
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,6 +338,9 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise SystemExit(f"--time-scale must be a positive number, not {args.time_scale:g}")
     if not 0 <= args.burst_gap < float("inf"):
         raise SystemExit(f"--burst-gap must be a number of seconds >= 0, not {args.burst_gap:g}")
+    if args.k_value is not None and not 0 <= args.k_value < float("inf"):
+        raise SystemExit(f"--k-value must be a number >= 0, not {args.k_value:g}")
+    sim_options(args)  # the duration flags, each named when it makes no sense
 
 
 def parse_overrides(args: argparse.Namespace) -> Overrides:
@@ -309,6 +349,7 @@ def parse_overrides(args: argparse.Namespace) -> Overrides:
         bands=parse_bands(args.service_bands) if args.service_bands is not None else None,
         reclaim_min=parse_min_runtime_flag(args.reclaim_min_runtime, "--reclaim-min-runtime"),
         preempt_min=parse_min_runtime_flag(args.preempt_min_runtime, "--preempt-min-runtime"),
+        k_value=args.k_value,
     )
 
 
@@ -333,7 +374,19 @@ def describe_setting(
     runtime = _runtime_label(overrides.reclaim_min, overrides.preempt_min)
     return (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
-        f"{runtime}{_predictor_label(args)}"
+        f"{runtime}{_fairshare_label(args, overrides)}{_predictor_label(args)}"
+    )
+
+
+def _fairshare_label(args: argparse.Namespace, overrides: Overrides) -> str:
+    """The setting's note on time-based fair share (R2.9, E10) when it is on."""
+    options = sim_options(args)
+    k = "" if overrides.k_value is None else f", k {overrides.k_value:g}"
+    if not options.fairshare_half_life_s:
+        return k
+    return (
+        f", fair share over time: half-life {options.fairshare_half_life_s / 3600:g} h, "
+        f"window {options.fairshare_window_s / 86400:g} d{k}"
     )
 
 
@@ -361,6 +414,12 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         censoring=not args.no_censoring,
         bursts=not args.no_bursts,
         burst_gap_s=args.burst_gap,
+        fairshare_half_life_s=parse_duration_flag(
+            args.fairshare_half_life or "0", "--fairshare-half-life"
+        ),
+        fairshare_window_s=parse_duration_flag(
+            args.fairshare_window, "--fairshare-window", zero=False
+        ),
     )
 
 

@@ -44,10 +44,12 @@ from scheduler.cycle import plan_cycle
 from scheduler.model import Job, JobKey, Project, Snapshot, to_milli
 from scheduler.predict import BURST_GAP_S, Bursts, Predictor, Running
 from scheduler.queues import build_queues, compute_fair_shares
+from scheduler.usage import DEFAULT_WINDOW_S, UsageParams
 
 from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summarize
 from .policies import PolicySpec
 from .trace import Trace, TraceJob, build_nodes
+from .usage import UsageTracker
 
 BACKLOG = "~backlog~"  # the depth bound's placeholder job (never placed, never decided)
 BACKLOG_ORDER = 1 << 62
@@ -87,6 +89,10 @@ class SimOptions:
     outlook_s: float = 600.0
     bursts: bool = True
     burst_gap_s: float = BURST_GAP_S
+    # Time-based fair share (R2.9, E10): each team's usage over a sliding window, decayed with
+    # this half-life, lowers its over-quota weight; 0 (the default, as in the portal): off.
+    fairshare_half_life_s: float = 0.0
+    fairshare_window_s: float = DEFAULT_WINDOW_S
 
 
 class _Sim:
@@ -174,6 +180,9 @@ class Simulation:
         self.bands = tuple(spec.policy.service_bands)  # L1 thresholds, GPU-hours
         self.cycles = 0
         self.core_s = 0.0
+        params = UsageParams(self.options.fairshare_half_life_s, self.options.fairshare_window_s)
+        self.usage = UsageTracker(params, cluster.gpus) if params.on else None
+        self._usage: dict[str, float] = {}  # this cycle's normalised usage per team
 
     # ------------------------------------------------------------------------------ set-up
     def _pools(self, teams: list[str]) -> list[tuple[str, int]] | None:
@@ -282,6 +291,7 @@ class Simulation:
         sim.outcome.end_s = t
         self.tracker.change(t, alloc=-sim.milli, requested=-sim.requested)
         self.teams[sim.key[0]].change(t, alloc=-sim.milli, demand=-sim.milli)
+        self._used(sim, t, -1)
         if self.predictor is not None:
             trace_job = sim.trace
             self.predictor.learn(
@@ -310,6 +320,7 @@ class Simulation:
         team = self.teams[sim.key[0]]
         team.change(now, alloc=+sim.milli)
         team.remove_pending(sim.milli)
+        self._used(sim, now, +1)
         self._schedule_end(sim, job, now)
         return job
 
@@ -351,6 +362,7 @@ class Simulation:
         team = self.teams[sim.key[0]]
         team.change(now, alloc=-sim.milli)
         team.add_pending(sim.milli)
+        self._used(sim, now, -1)
 
     def _move(self, sim: _Sim, placement, now: float) -> None:
         self._stop_run(sim, now)
@@ -366,6 +378,11 @@ class Simulation:
         )
         self.running[sim.key] = job
         self._schedule_end(sim, job, now)
+
+    def _used(self, sim: _Sim, t: float, sign: int) -> None:
+        """With time-based fair share: the team's allocation changes at `t` (R2.9, E10)."""
+        if self.usage is not None:
+            self.usage.change(sim.key[0], t, sign * sim.milli / 1000)
 
     def _enqueue(self, job: Job) -> None:
         """A job becomes pending (submitted, or evicted: it keeps its order, R1.3)."""
@@ -530,7 +547,9 @@ class Simulation:
             for team, tracker in self.teams.items()
             if tracker.demand
         ]
-        compute_fair_shares(queues, demand, self.tracker.capacity, {}, self.spec.policy.k_value)
+        compute_fair_shares(
+            queues, demand, self.tracker.capacity, self._usage, self.spec.policy.k_value
+        )
         return {name: queue.fair_share for name, queue in queues.items()}
 
     @staticmethod
@@ -589,8 +608,12 @@ class Simulation:
         """Run one scheduling cycle at `now` and carry its plan out; True when it decided."""
         if self.predictor is not None and self.options.censoring:
             self._outlook(now)
+        if self.usage is not None:
+            self._usage = self.usage.normalised(now)
         jobs, heads = self._shown_jobs()
-        snapshot = Snapshot(nodes=self.nodes, projects=self.projects, jobs=jobs, now=now)
+        snapshot = Snapshot(
+            nodes=self.nodes, projects=self.projects, jobs=jobs, now=now, usage=self._usage
+        )
         began = time.perf_counter()
         plan = plan_cycle(snapshot, self.spec.policy)
         self.core_s += time.perf_counter() - began
