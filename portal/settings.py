@@ -410,6 +410,32 @@ ALLOT_BAND_PREEMPTION = envbool("ALLOT_BAND_PREEMPTION", False)
 # start. 0 (the default, as in KAI): no protection; never (-1): never taken that way.
 ALLOT_RECLAIM_MIN_RUNTIME = envminruntime("ALLOT_RECLAIM_MIN_RUNTIME")
 ALLOT_PREEMPT_MIN_RUNTIME = envminruntime("ALLOT_PREEMPT_MIN_RUNTIME")
+
+
+def envduration(name: str, default: str, zero: bool = True) -> float:
+    """The variable as seconds: a duration such as "90s", "30m", "12h", "1d" or plain seconds
+    (0 allowed where `zero`); `default` when unset or empty."""
+    raw = os.environ.get(name, "").strip() or default
+    try:
+        seconds = parse_min_runtime(raw)
+    except ValueError:
+        seconds = -1.0
+    if seconds < 0 or (seconds == 0 and not zero):
+        least = "0 for off" if zero else "more than 0"
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not a duration: use e.g. 30m, 12h or 1d, or plain seconds "
+            f"({least})"
+        )
+    return seconds
+
+
+# Fair share over time (R2.9, E10; KAI's time-based fair share, issue 23): each project's
+# GPU-hours over the last ALLOT_FAIRSHARE_WINDOW, decayed with ALLOT_FAIRSHARE_HALF_LIFE and
+# normalised to the cluster's capacity, lower its share of idle GPUs over quota by
+# ALLOT_FAIRSHARE_K (KAI's kValue). A half-life of 0 (the default) turns it off, as in KAI.
+ALLOT_FAIRSHARE_HALF_LIFE = envduration("ALLOT_FAIRSHARE_HALF_LIFE", "0")
+ALLOT_FAIRSHARE_WINDOW = envduration("ALLOT_FAIRSHARE_WINDOW", "7d", zero=False)
+ALLOT_FAIRSHARE_K = envfloat("ALLOT_FAIRSHARE_K", 1.0)
 # The in-process cycle timer of the embedded default (started by the web process only).
 ALLOT_EMBEDDED_CYCLE = envbool("ALLOT_EMBEDDED_CYCLE", EMBEDDED)
 ALLOT_NOTIFICATIONS = envbool("ALLOT_NOTIFICATIONS", True)  # email, toasts and webhooks

@@ -127,7 +127,7 @@ def _plan_and_commit(
     observation: Observation, simulated: bool, policy: Policy, timings: dict[str, float]
 ) -> CycleResult:
     lap = perf_counter()
-    state = snapshot.load()
+    state = snapshot.load(observation.at)
     if not observation.problem and sync_nodes(observation.nodes):
         state = replace(state, nodes=snapshot.load_nodes())  # the cluster's inventory changed
     changes, notes = observe.transitions(observation, state)

@@ -119,7 +119,8 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
         jobs.append(replace(job, expected_s=guess.seconds, started=started.get(job.key),
                             expected_end=ends.get(job.key)))  # fmt: skip
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),
-                    departments=state.departments, now=now.timestamp())  # fmt: skip
+                    departments=state.departments, now=now.timestamp(),
+                    usage=state.usage)  # fmt: skip
     eta = eta_policy(policy or current_policy())
     resolution = resolution_for(view, HORIZON_S)
     starts = estimate_starts(view, eta, horizon_s=HORIZON_S, resolution_s=resolution)
@@ -182,9 +183,10 @@ def current_policy() -> Policy:
     """The policy the portal's cycles use: backfill per `ALLOT_BACKFILL`; service bands per
     `ALLOT_SERVICE_BANDS` and `ALLOT_BAND_PREEMPTION`; the cluster's minimum run times before
     reclaim and preemption per `ALLOT_RECLAIM_MIN_RUNTIME` and `ALLOT_PREEMPT_MIN_RUNTIME`
-    (R7.4)."""
+    (R7.4); R2.9's k (`ALLOT_FAIRSHARE_K`) for fair share over time."""
     return Policy(
         backfill=settings.ALLOT_BACKFILL,
+        k_value=settings.ALLOT_FAIRSHARE_K,
         service_bands=settings.ALLOT_SERVICE_BANDS,
         band_preemption=settings.ALLOT_BAND_PREEMPTION,
         reclaim_min_runtime_s=settings.ALLOT_RECLAIM_MIN_RUNTIME,

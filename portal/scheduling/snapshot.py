@@ -3,7 +3,8 @@
 `load()` reads nodes, departments, projects and the jobs that are pending or hold GPUs with a few
 `values_list` queries (no ORM object leaves this module, and none is built: at 4,000 jobs that is
 the difference between milliseconds and a second). Next to the scheduler's `Snapshot` it keeps
-what the commit needs to write conditionally: each job's row id and the status it was read in.
+what the commit needs to write conditionally: each job's row id and the status it was read in,
+and, with fair share over time on, each project's and department's usage (`past_usage`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
+from portal.scheduling import past_usage
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
@@ -72,6 +74,7 @@ class CycleRows:
     jobs: tuple[Job, ...]
     rows: dict[JobKey, JobRow]
     project_rows: dict[str, ProjectRowInfo]
+    usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -89,6 +92,7 @@ class CycleRows:
             jobs=jobs,
             departments=self.departments,
             now=now,
+            usage=self.usage,
         )
 
 
@@ -206,12 +210,13 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
     return tuple(jobs), index
 
 
-def load() -> CycleRows:
+def load(at: datetime | None = None) -> CycleRows:
     """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
 
     The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
     nodes, departments, projects, jobs; what refers to a row that appeared in between (a job of a
-    new project, a project of a new department) waits for the next cycle.
+    new project, a project of a new department) waits for the next cycle. The usage of fair
+    share over time is as of `at` (default: now), summed from the runs at most once a minute.
     """
     nodes = load_nodes()
     departments = load_departments()
@@ -224,4 +229,5 @@ def load() -> CycleRows:
         jobs=jobs,
         rows=rows,
         project_rows=infos,
+        usage=past_usage.usage_for(nodes, projects, at),
     )

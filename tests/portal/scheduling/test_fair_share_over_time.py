@@ -1,0 +1,115 @@
+"""Fair share over time in the portal (R2.9, E10; issue 23): the runs recorded yesterday reach
+the cycle as `Snapshot.usage` when ALLOT_FAIRSHARE_HALF_LIFE is set, through the real cycle on
+PostgreSQL (the runs at fixed times before the cycle's clock), and the project page and API say
+what it did."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+
+from portal.jobs.models import Job, JobRun, Status
+from portal.scheduling import fairshare, past_usage
+from portal.scheduling.snapshot import load_nodes
+from portal.tenancy.models import Project
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HOUR = 3600.0
+DAY = 86400.0
+
+
+@pytest.fixture
+def fairshare_on(settings):
+    settings.ALLOT_FAIRSHARE_HALF_LIFE = 12 * HOUR
+    settings.ALLOT_FAIRSHARE_WINDOW = 7 * DAY
+    settings.ALLOT_FAIRSHARE_K = 1.0
+    cache.delete(past_usage.cache_key(past_usage.params()))
+    yield settings
+    cache.delete(past_usage.cache_key(past_usage.params()))
+
+
+def _yesterday(cluster, clock, project="team-a", gpus=8):
+    """`project` held `gpus` GPUs from 30 to 6 hours before the cycle's clock: one finished job
+    with one run, at fixed times."""
+    owner = Project.objects.get(name=project)
+    start, end = clock.now - timedelta(hours=30), clock.now - timedelta(hours=6)
+    job = Job.objects.create(project=owner, name="yesterday", gpus=gpus, status=Status.SUCCEEDED,
+                             started_at=start, finished_at=end)  # fmt: skip
+    JobRun.objects.create(job=job, number=1, started_at=start, ended_at=end, gpus=gpus,
+                          end="completed")  # fmt: skip
+
+
+def _contest(cluster, clock):
+    """Two teams with the same quota (1 GPU) and weight on one 8-GPU node, team-a heavy
+    yesterday, team-b idle; today each asks for the whole node."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 1)
+    cluster.project("team-b", 1)
+    _yesterday(cluster, clock)
+    for i in range(8):
+        cluster.submit("team-a", f"a-{i}")
+        cluster.submit("team-b", f"b-{i}")
+    cluster.settle()
+    return {p.name: p.fair_share for p in Project.objects.all()}
+
+
+def test_r2_9_a_team_that_used_the_cluster_yesterday_gets_a_smaller_share_today(
+    cluster, clock, fairshare_on
+):
+    shares = _contest(cluster, clock)
+    # team-a held 8 of 8 GPUs from 30 to 6 hours ago: with a 12-hour half-life that is
+    # 0.5 ** 0.5 - 0.5 ** 2.5 = 0.53 of what the cluster could have given in the window.
+    usage = past_usage.usage_for(load_nodes(), (), clock.now)  # the figure the cycle used
+    assert usage["team-a"] == pytest.approx(0.5**0.5 - 0.5**2.5, rel=1e-3)
+    # Phase 1: 1 and 1; 6 over quota. w' = n + k(n - u): team-a 0.5 + (0.5 - 0.53) = 0.47,
+    # team-b 1.0 -> offers 1.9 and 4.1 -> 1 and 4, leftovers .9 and .1 -> team-a: 3 and 5.
+    assert shares == {"team-a": 3.0, "team-b": 5.0}
+    assert cluster.allocated() == {"team-a": 3.0, "team-b": 5.0}
+
+
+def test_r2_9_with_decay_off_the_same_teams_get_equal_shares(cluster, clock, settings):
+    settings.ALLOT_FAIRSHARE_HALF_LIFE = 0.0  # the default
+    shares = _contest(cluster, clock)
+    assert shares == {"team-a": 4.0, "team-b": 4.0}
+    assert cluster.allocated() == {"team-a": 4.0, "team-b": 4.0}
+
+
+def test_usage_outside_the_window_counts_for_nothing(cluster, clock, fairshare_on):
+    fairshare_on.ALLOT_FAIRSHARE_WINDOW = 4 * HOUR  # yesterday's run ended 6 hours ago
+    cache.delete(past_usage.cache_key(past_usage.params()))
+    shares = _contest(cluster, clock)
+    assert shares == {"team-a": 4.0, "team-b": 4.0}
+
+
+def test_the_sum_of_runs_is_read_once_a_minute(
+    cluster, clock, fairshare_on, django_assert_num_queries
+):
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 1)
+    _yesterday(cluster, clock)
+    nodes = load_nodes()
+    first = past_usage.usage_for(nodes, (), clock.now)
+    with django_assert_num_queries(0):
+        assert past_usage.usage_for(nodes, (), clock.now + timedelta(seconds=30)) == first
+    with django_assert_num_queries(1):
+        later = past_usage.usage_for(nodes, (), clock.now + timedelta(seconds=61))
+    assert later["team-a"] < first["team-a"]  # a minute more of decay
+
+
+def test_the_project_says_what_its_usage_did_to_its_share(cluster, clock, fairshare_on):
+    _contest(cluster, clock)
+    figures = fairshare.explain("team-a", clock.now)
+    assert figures.enabled
+    assert figures.gpu_hours == pytest.approx(8 * 24)
+    assert figures.decayed_gpu_hours == pytest.approx(
+        8 * 12 / 0.6931471805599453 * (0.5**0.5 - 0.5**2.5), rel=1e-6
+    )
+    assert (figures.fair_share, figures.fair_share_without_usage) == (3.0, 4.0)
+    assert "team-a used 192.0 GPU-hours" in figures.summary
+    assert "its fair share is 3 GPUs instead of 4 GPUs" in figures.summary
+    other = fairshare.explain("team-b", clock.now)
+    assert (other.fair_share, other.fair_share_without_usage, other.usage) == (5.0, 4.0, 0.0)
+    assert "Other teams used more" in other.summary
