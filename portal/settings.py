@@ -423,8 +423,7 @@ def envduration(name: str, default: str, zero: bool = True) -> float:
     if seconds < 0 or (seconds == 0 and not zero):
         least = "0 for off" if zero else "more than 0"
         raise ImproperlyConfigured(
-            f"{name}={raw!r} is not a duration: use e.g. 30m, 12h or 1d, or plain seconds "
-            f"({least})"
+            f"{name}={raw!r} is not a duration: use e.g. 30m, 12h or 1d, or plain seconds ({least})"
         )
     return seconds
 
