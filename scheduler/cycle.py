@@ -5,6 +5,7 @@ from __future__ import annotations
 from .actions.allocate import allocate
 from .actions.backfill import keep_reservation_reasons
 from .actions.consolidation import consolidate
+from .actions.failed import evict_from_failed_devices
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
 from .actions.stale import evict_stale_gangs
@@ -16,13 +17,14 @@ from .session import Session
 def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
     """Decide one cycle: allocate, consolidation, reclaim, preempt, stale gang eviction in KAI's
     order (R1.1), on fair shares fixed at session open (R1.2). Pure: the same snapshot gives the
-    same plan.
+    same plan. Jobs on failed devices are evicted first (issue 26, scheduler/actions/failed.py).
 
     With `Policy.backfill`, allocate makes reservations (B1-B4); consolidation then serves only
     reserved jobs and jobs ahead of them, and no later action takes up a job held for a
     reservation (B3)."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
+    evict_from_failed_devices(session)
     allocate(session)
     if policy.consolidation:
         session.withheld = session.behind | session.held  # B3

@@ -222,9 +222,20 @@ class Job:
         return self.milli_per_pod * self.pods
 
     @cached_property
+    def whole(self) -> bool:
+        """True for a pod of whole devices (R5.3); fractions, GPU-memory requests (always one
+        shared device, R5.5) and CPU-only pods are not."""
+        return self.gpus >= 1 and self.gpu_memory_mib is None
+
+    @cached_property
     def whole_devices_per_pod(self) -> int:
         """Devices a whole-GPU pod needs (0 for a fractional or CPU-only pod)."""
-        return int(self.gpus) if self.gpus >= 1 else 0
+        return int(self.gpus) if self.whole else 0
+
+    @cached_property
+    def shared(self) -> bool:
+        """True for a pod that takes part of one device: a fraction (R5.4) or GPU memory (R5.5)."""
+        return self.gpu_memory_mib is not None or 0 < self.gpus < 1
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,23 @@
 """Choosing nodes and devices for a job's pods (R5) and placing gangs all-or-nothing (R6.1).
 
+A pod fits a node only if every resource fits (issue 26): its GPUs (whole idle devices, R5.3; a
+shared device with room for its fraction or GPU memory, R5.4, R5.5; never a failed device), and
+the node's free CPU and memory, counting what running pods hold (a node that does not track
+CPU or memory is never limited by it).
+
 Node order (R5.1) is the sum of plugin scores, highest first, ties by node name: GPU sharing
-(10,000: a fractional pod and a shared device with room), availability (1,000: fits on idle
+(10,000: a shared pod and a shared device with room), availability (1,000: fits on idle
 devices, not only on ones an eviction of this cycle is releasing), then bin-pack 0-9 (fewest free
 devices first, R5.2) or spread (most free devices per GPU first). Because the lower scores never
 add up to a higher one, the order is the lexicographic key built in :func:`_node_key`.
+
+Bin-packing counts the scarcer resource, GPUs, first: a CPU-only pod goes to the node with the
+fewest free GPUs (a node without GPUs, or whose GPUs are all taken, before one whose idle GPUs
+would be stranded by the cores it takes — KAI gives a CPU-only pod on a CPU-only node a
+resource-type score of 10, Allot extends it to every node by its free GPUs). Among nodes with
+equal free GPUs the fullest in CPU or memory wins (KAI's nodeplacement ``cpu: binpack``): the
+node's *fill* is the smallest fraction of its CPU or memory (those the pod asks for and the node
+tracks) left free after the pod; spread takes the largest instead.
 """
 
 from __future__ import annotations
@@ -34,9 +47,10 @@ def place_job(state: ClusterState, job: Job, policy: Policy) -> tuple[PodPlaceme
 
 def _occupy(state: ClusterState, job: Job, pod: PodPlacement) -> None:
     node = state.nodes[pod.node]
-    milli = FULL if job.gpus >= 1 else job.milli_per_pod
+    milli = node.device_milli(job)
     for device in pod.devices:
         state._set_device(node, device, node.used[device] + milli, False)
+    state._set_resources(node, job, +1)
 
 
 def best_pod_placement(state: ClusterState, job: Job, policy: Policy) -> PodPlacement | None:
@@ -44,10 +58,12 @@ def best_pod_placement(state: ClusterState, job: Job, policy: Policy) -> PodPlac
     node = best_node(state, job, policy)
     if node is None:
         return None
-    return PodPlacement(node.name, choose_devices(node, job, policy), _share(job))
+    return PodPlacement(node.name, choose_devices(node, job, policy), _share(node, job))
 
 
-def _share(job: Job) -> float:
+def _share(node: NodeState, job: Job) -> float:
+    if job.gpu_memory_mib is not None:
+        return node.device_milli(job) / FULL
     return 1.0 if job.gpus >= 1 else job.gpus
 
 
@@ -60,47 +76,76 @@ def pools_for(state: ClusterState, job: Job) -> list:
     return [state.pools[p] for p in wanted if p in state.pools]
 
 
-def fits(node: NodeState, job: Job) -> bool:
-    """One more pod fits on this node's free (idle or releasing) capacity (R5.3, R5.4)."""
-    if not node.eligible:
-        return False
-    if job.gpus >= 1:
+def gpus_fit(node: NodeState, job: Job) -> bool:
+    """One more pod's GPUs fit this node's free (idle or releasing, never failed) devices
+    (R5.3, R5.4, R5.5), whatever its CPU and memory say."""
+    if job.whole:
         return node.whole_free >= job.whole_devices_per_pod
-    if job.milli_per_pod == 0:
+    if not job.shared:
         return True
-    return node.whole_free >= 1 or bool(node.shared_room(job.milli_per_pod))
+    milli = node.device_milli(job)
+    if milli > FULL:
+        return False  # a GPU-memory request larger than this node's devices (R5.5)
+    return node.whole_free >= 1 or bool(node.shared_room(milli))
+
+
+def fits(node: NodeState, job: Job) -> bool:
+    """One more pod fits on this node: eligible, every resource (GPUs, CPU, memory) free."""
+    return node.eligible and node.short_of(job) is None and gpus_fit(node, job)
+
+
+def fill(node: NodeState, job: Job) -> float:
+    """The smallest fraction of the node's CPU or memory left free after one more pod of `job`,
+    over the resources the pod asks for and the node tracks (1.0 when none)."""
+    left = 1.0
+    if job.cpu_millis and node.cpu_total:
+        left = min(left, (node.cpu_free - job.cpu_millis) / node.cpu_total)
+    if job.memory_mib and node.memory_total:
+        left = min(left, (node.memory_free - job.memory_mib) / node.memory_total)
+    return left
 
 
 def _node_key(node: NodeState, job: Job, policy: Policy) -> tuple:
-    """Smaller is better: (-sharing, -availability, bin-pack or spread, name) (R5.1, R5.2)."""
-    fractional = 0 < job.gpus < 1
-    sharing = fractional and bool(node.shared_room(job.milli_per_pod))
-    if job.gpus >= 1:
+    """Smaller is better: (-sharing, -availability, bin-pack or spread, CPU/memory fill, name)
+    (R5.1, R5.2; the fill of issue 26 breaks ties)."""
+    sharing = job.shared and bool(node.shared_room(node.device_milli(job)))
+    if job.whole:
         available = node.idle_whole() >= job.whole_devices_per_pod
-    else:
+    elif job.shared:
         available = sharing or node.idle_whole() >= 1
-    if policy.gpu_placement == "spread":
-        fill = -(node.whole_free / node.gpus) if node.gpus else 0.0
     else:
-        fill = node.whole_free
-    return (not sharing, not available, fill, node.name)
+        available = True  # a CPU-only pod needs no device
+    if policy.gpu_placement == "spread":
+        free = -(node.whole_free / node.gpus) if node.gpus else 0.0
+        return (not sharing, not available, free, -fill(node, job), node.name)
+    return (not sharing, not available, node.whole_free, fill(node, job), node.name)
 
 
 def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None:
     """The best fitting node for one more pod of `job`, found through the pool indexes."""
     candidates: list[NodeState] = []
+    # Requests beyond whole GPUs may not fit the first node of a bucket (CPU, memory, a device
+    # too small for GPU memory): then every node of the lowest bucket with a fitting node is a
+    # candidate, so the fill can break the tie.
+    scan = bool(job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None)
     for index in pools_for(state, job):
         if policy.gpu_placement == "spread":
             candidates.extend(state.nodes[n] for n in index.members)
             continue
         candidates.extend(state.nodes[n] for n in index.touched)
-        if 0 < job.gpus < 1:
+        if job.shared:
             candidates.extend(state.nodes[n] for n in index.shared)
-        need = max(1, job.whole_devices_per_pod) if job.gpus > 0 else 0
+        need = max(1, job.whole_devices_per_pod) if job.whole or job.shared else 0
         for count in range(need, len(index.buckets)):
             bucket = index.buckets[count]
-            if bucket:
+            if not bucket:
+                continue
+            if not scan:
                 candidates.append(state.nodes[min(bucket)])
+                break
+            fitting = [state.nodes[n] for n in bucket if fits(state.nodes[n], job)]
+            if fitting:
+                candidates.extend(fitting)
                 break
     best = None
     best_key = None
@@ -115,17 +160,18 @@ def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None
 
 def choose_devices(node: NodeState, job: Job, policy: Policy) -> tuple[int, ...]:
     """Devices on `node` for one pod: whole pods take free devices, releasing before idle;
-    fractions take the fullest shared device with room, else a fresh device (R5.4, gpupack);
-    with `gpu_sharing="spread"` a fresh device first, then the least used shared one."""
-    if job.gpus <= 0:
+    shared pods (a fraction, R5.4, or GPU memory, R5.5) take the fullest shared device with
+    room, else a fresh device (gpupack); with `gpu_sharing="spread"` a fresh device first, then
+    the least used shared one. CPU-only pods take none."""
+    if job.gpus <= 0 and job.gpu_memory_mib is None:
         return ()
     free = [i for i in range(node.gpus) if node.used[i] == 0]
     # Releasing devices first: a placement made on top of evictions is charged to what they
     # release, so the node keeps its idle devices for the next pod (R1.3, R5.1).
     free.sort(key=lambda i: (not node.releasing[i], i))
-    if job.gpus >= 1:
+    if job.whole:
         return tuple(sorted(free[: job.whole_devices_per_pod]))
-    shared = node.shared_room(job.milli_per_pod)
+    shared = node.shared_room(node.device_milli(job))
     if policy.gpu_sharing == "spread":
         if free:
             return (free[0],)

@@ -10,16 +10,21 @@ NO_SHARE_PENALTY = 1000  # R4.1.5: allocatable 0 -> value x 1000
 
 
 class QueueState:
-    """A project or department with its counters in thousandths of a GPU."""
+    """A project or department with its counters in thousandths of a GPU (CPU in millicores and
+    memory in MiB beside them, for the CPU and memory limits of issue 26)."""
 
     __slots__ = (
         "allocated",
+        "allocated_cpu",
+        "allocated_memory",
         "allocated_np",
         "children",
+        "cpu_limit",
         "deserved",
         "fair_share",
         "is_project",
         "limit",
+        "memory_limit",
         "name",
         "node_pools",
         "order",
@@ -44,6 +49,10 @@ class QueueState:
         self.fair_share = 0
         self.allocated = 0
         self.allocated_np = 0
+        self.allocated_cpu = 0  # millicores of its running pods (issue 26)
+        self.allocated_memory = 0  # MiB
+        self.cpu_limit: int | None = None  # R3.1 for CPU; None = no limit
+        self.memory_limit: int | None = None
         self.reclaim_min_runtime_s: float | None = None  # R7.4; None inherits
         self.preempt_min_runtime_s: float | None = None
 
@@ -135,6 +144,8 @@ def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
     )
     queue.reclaim_min_runtime_s = spec.reclaim_min_runtime_s
     queue.preempt_min_runtime_s = spec.preempt_min_runtime_s
+    queue.cpu_limit = getattr(spec, "cpu_limit_millis", None)
+    queue.memory_limit = getattr(spec, "memory_limit_mib", None)
     return queue
 
 

@@ -13,6 +13,7 @@ from .bands import check_bands, with_bands
 from .minruntime import Protection, check_min_runtime, check_policy
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
+from .quantity import cores_text, memory_text
 from .queues import QueueState, build_queues, compute_fair_shares
 from .state import ClusterState
 
@@ -46,9 +47,13 @@ class Session:
             jobs = with_bands(jobs, policy)  # L1
         if len({j.key for j in jobs}) != len(jobs):
             raise ValueError("the snapshot holds two jobs with the same project and name")
-        self.total = sum(to_milli(n.gpus) for n in snapshot.nodes if n.ready)  # R2.6
+        # R2.6: ready nodes' devices, failed ones left out (issue 26).
+        self.total = sum(to_milli(n.healthy_gpus) for n in snapshot.nodes if n.ready)
+        # R3.4: a GPU-memory request's fraction for the limit check uses the largest device.
+        self.largest_gpu_memory = max((n.gpu_memory_mib for n in snapshot.nodes), default=0)
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
         self.state = ClusterState(snapshot.nodes, self.queues, jobs)
+        self.nodes = {n.name: n for n in snapshot.nodes}
         self.jobs = jobs
         self.decisions: list[Decision] = []
         self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
@@ -101,15 +106,27 @@ class Session:
             self.reasons[job.key] = reason
 
     # ------------------------------------------------------------------ capacity checks (R3)
+    def limit_amount(self, job: Job) -> int:
+        """The job's GPUs for the limit check (R3.1) in thousandths: a GPU-memory request counts
+        as its memory over the largest device memory in the cluster, the most lenient (R3.4)."""
+        if job.gpu_memory_mib is None or not self.largest_gpu_memory:
+            return job.milli_total
+        return to_milli(job.gpu_memory_mib / self.largest_gpu_memory) * job.pods
+
     def capacity_block(self, job: Job) -> str | None:
         """Why the job cannot be placed right now under its project's and ancestors' limit
-        (R3.1) and, for a non-preemptible job, quota (R3.2); None when it may be placed."""
+        (R3.1, in GPUs, and the project's CPU and memory limits of issue 26) and, for a
+        non-preemptible job, quota (R3.2); None when it may be placed."""
         amount = job.milli_total
+        limited = self.limit_amount(job)
         for queue in self.queue(job).path()[::-1]:
-            if queue.limit is not None and queue.allocated + amount > queue.limit:
+            over = resource_limit_block(queue, job)
+            if over:
+                return over
+            if queue.limit is not None and queue.allocated + limited > queue.limit:
                 return (
                     f"would exceed {queue.name}'s limit of {gpus(queue.limit)}: "
-                    f"{gpus(queue.allocated)} in use + {gpus(amount)} requested (R3.1)"
+                    f"{gpus(queue.allocated)} in use + {gpus(limited)} requested (R3.1)"
                 )
             if (
                 not job.preemptible
@@ -151,6 +168,25 @@ class Session:
         if job.key in self.touched:
             return "evicted in this cycle; waits for its GPUs to be released (R1.3)"
         return "waiting for its turn in the queue (R4.4)"
+
+
+def resource_limit_block(queue: QueueState, job: Job) -> str | None:
+    """'over limit' naming the resource when the job's CPU or memory would take the queue past
+    its CPU or memory limit (R3.1 for the resources of issue 26), else None."""
+    cpu, memory = job.cpu_millis * job.pods, job.memory_mib * job.pods
+    if cpu and queue.cpu_limit is not None and queue.allocated_cpu + cpu > queue.cpu_limit:
+        return (
+            f"over limit: would exceed {queue.name}'s CPU limit of {cores_text(queue.cpu_limit)}"
+            f": {cores_text(queue.allocated_cpu)} in use + {cores_text(cpu)} requested (R3.1)"
+        )
+    limit = queue.memory_limit
+    if memory and limit is not None and queue.allocated_memory + memory > limit:
+        return (
+            f"over limit: would exceed {queue.name}'s memory limit of {memory_text(limit)}: "
+            f"{memory_text(queue.allocated_memory)} in use + {memory_text(memory)} requested "
+            "(R3.1)"
+        )
+    return None
 
 
 def nodes_of(placement: tuple[PodPlacement, ...]) -> str:

@@ -2,10 +2,14 @@
 
 Devices hold thousandths of a GPU. A device is *idle* when nothing uses it, *releasing* when an
 eviction earlier in this cycle emptied it (R1.3), and *shared* while it holds fractions (R5.4).
-Every change goes through :meth:`ClusterState._set_device`, :meth:`_set_placement` or the queue
-counters, each of which records how to undo itself, so an action can try a placement or a victim
+Every change goes through :meth:`ClusterState._set_device`, :meth:`_set_placement`,
+:meth:`_set_resources` (a node's free CPU and memory, issue 26) or the queue counters, each of
+which records how to undo itself, so an action can try a placement or a victim
 set and roll it back. Nodes are indexed by their count of free whole devices so that the fullest
 fitting node (R5.2) is found without scanning the cluster.
+
+A failed device (`Node.failed_devices`) is held full from the start, so nothing is placed on it
+and it never counts as free; the failed-device action evicts what ran on it (issue 26).
 """
 
 from __future__ import annotations
@@ -19,12 +23,21 @@ FULL = 1000
 
 
 class NodeState:
-    """One node's devices and derived counters."""
+    """One node's devices, free CPU and memory, and derived counters.
+
+    `cpu_free`/`memory_free` are None when the node does not track that resource (never the
+    limiting one); `cpu_total`/`memory_total` are its allocatable amounts."""
 
     __slots__ = (
+        "cpu_free",
+        "cpu_total",
         "eligible",
+        "failed",
+        "gpu_memory",
         "gpus",
         "idle",
+        "memory_free",
+        "memory_total",
         "n_releasing",
         "n_shared",
         "name",
@@ -46,6 +59,12 @@ class NodeState:
         self.idle = node.gpus  # free and not releasing
         self.n_releasing = 0
         self.n_shared = 0  # holding fractions with room left
+        self.gpu_memory = node.gpu_memory_mib
+        self.cpu_total = self.cpu_free = node.cpu_millis
+        self.memory_total = self.memory_free = node.memory_mib
+        self.failed = tuple(sorted({d for d in node.failed_devices if 0 <= d < node.gpus}))
+        for device in self.failed:
+            self.used[device] = FULL  # never free, never shared: out of placement
 
     def recount(self) -> None:
         """Derive the counters from the devices (after loading the snapshot's placements)."""
@@ -70,6 +89,23 @@ class NodeState:
     def has_shared_room(self) -> bool:
         """True when some shared device can take more fractions."""
         return self.n_shared > 0
+
+    def device_milli(self, job: Job) -> int:
+        """Thousandths of one of this node's devices a pod of `job` takes: a whole device, the
+        fraction (R5.4), or for a GPU-memory request its memory over this node's device memory
+        rounded up (R5.5; more than FULL when a device is too small)."""
+        if job.gpu_memory_mib is not None:
+            return -(-job.gpu_memory_mib * FULL // max(1, self.gpu_memory))
+        return FULL if job.whole else job.milli_per_pod
+
+    def short_of(self, job: Job) -> str | None:
+        """'cpu' or 'memory' when one more pod of `job` does not fit this node's free CPU or
+        memory (untracked never limits), else None."""
+        if job.cpu_millis and self.cpu_free is not None and job.cpu_millis > self.cpu_free:
+            return "cpu"
+        if job.memory_mib and self.memory_free is not None and job.memory_mib > self.memory_free:
+            return "memory"
+        return None
 
 
 class PoolIndex:
@@ -106,7 +142,7 @@ class ClusterState:
                 index = self.pools.setdefault(node.pool, PoolIndex(max_gpus))
                 index.members.add(node.name)
                 index.free_milli += node.gpus * FULL - sum(node.used)
-                index.largest = max(index.largest, node.gpus)
+                index.largest = max(index.largest, node.gpus - len(node.failed))
                 index.buckets[node.whole_free].add(node.name)
                 if node.has_shared_room():
                     index.shared.add(node.name)
@@ -123,6 +159,10 @@ class ClusterState:
             for device in pod.devices:
                 if device < node.gpus:
                     node.used[device] += milli
+            if node.cpu_free is not None:
+                node.cpu_free -= job.cpu_millis
+            if node.memory_free is not None:
+                node.memory_free -= job.memory_mib
         self.placement[job.key] = job.placement
         self._count(job, +len(job.placement), journal=False)
 
@@ -148,6 +188,9 @@ class ClusterState:
             elif kind == "count":
                 _, job, pods = entry
                 self._count(self.jobs[job], -pods, journal=False)
+            elif kind == "resources":
+                _, node, cpu, memory = entry
+                node.cpu_free, node.memory_free = cpu, memory
 
     def commit(self, checkpoint: int) -> None:
         """Keep the changes since `checkpoint`; forget how to undo them at the outermost level."""
@@ -191,6 +234,16 @@ class ClusterState:
             index.touched.discard(node.name)
             index.buckets[node.whole_free].add(node.name)
 
+    def _set_resources(self, node: NodeState, job: Job, pods: int) -> None:
+        """Take (pods > 0) or give back (pods < 0) that many pods' CPU and memory on the node."""
+        if not (job.cpu_millis or job.memory_mib):
+            return
+        self.journal.append(("resources", node, node.cpu_free, node.memory_free))
+        if node.cpu_free is not None:
+            node.cpu_free -= pods * job.cpu_millis
+        if node.memory_free is not None:
+            node.memory_free -= pods * job.memory_mib
+
     def _set_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
         self.journal.append(("device", node, device, node.used[device], node.releasing[device]))
         self._apply_device(node, device, used, releasing)
@@ -200,9 +253,12 @@ class ClusterState:
         """Add (pods > 0) or remove (pods < 0) that many of the job's pods to its project's and
         every ancestor's allocated GPUs."""
         amount = pods * job.milli_per_pod
+        cpu, memory = pods * job.cpu_millis, pods * job.memory_mib
         queue = self.queues.get(job.project)
         while queue is not None:
             queue.allocated += amount
+            queue.allocated_cpu += cpu
+            queue.allocated_memory += memory
             if not job.preemptible:
                 queue.allocated_np += amount
             queue = queue.parent
@@ -222,6 +278,7 @@ class ClusterState:
             node = self.nodes[pod.node]
             for device in pod.devices:
                 self._set_device(node, device, node.used[device] + pod_milli(job, pod), False)
+            self._set_resources(node, job, +1)
         self._set_placement(job.key, placement)
         self._count(job, +len(placement))
 
@@ -236,6 +293,7 @@ class ClusterState:
                 if device < node.gpus:
                     used = max(0, node.used[device] - pod_milli(job, pod))
                     self._set_device(node, device, used, used == 0)
+            self._set_resources(node, job, -1)
         self._set_placement(job.key, None)
         self._count(job, -len(placement))
         return placement
@@ -246,7 +304,10 @@ class ClusterState:
 
 
 def pod_milli(job: Job, pod: PodPlacement) -> int:
-    """Thousandths one pod holds on each of its devices."""
+    """Thousandths one pod holds on each of its devices (a GPU-memory pod: its share of the
+    device it was placed on, R5.5)."""
+    if job.gpu_memory_mib is not None:
+        return round(pod.share * FULL)
     if job.gpus >= 1:
         return FULL
     return round(pod.share * FULL) if pod.share < 1 else job.milli_per_pod

@@ -12,6 +12,20 @@ Allot's additions for backfill (B1-B6), all optional, so older files replay unch
   (`Plan.reservations`, compared to 0.001; jobs not listed must hold none).
 - `expect.backfilled`: `["project/name"]`, running jobs that were started by backfill (B2).
 - `expect.reason_contains`: `{"project/name": "text"}`, text in a pending job's reason.
+
+Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs/scenarios.md):
+- `nodes[].cpu`, `nodes[].memory` (Kubernetes quantities: `64`, `"500m"`, `"512Gi"`; absent =
+  not tracked), `nodes[].gpu_memory` (per device, instead of `gpu_memory_mib`),
+  `nodes[].failed_devices` (`[3]`).
+- `submit[].cpu`, `submit[].memory`, `submit[].gpu_memory` (per pod); with `gpu_memory`, `gpus`
+  may be left out: it is the memory over the smallest device memory in the cluster (R3.4).
+- `projects[].cpu_limit`, `projects[].memory_limit`.
+- a step's `failed_devices`: `{"node": [devices]}`, the node's failed devices from then on (an
+  empty list heals them), applied before the step's submissions, then cycles until it settles.
+- `expect.allocated_cpu` (`{"project": cores}`), `expect.allocated_memory` (`{"project":
+  "16Gi"}`), `expect.devices` (`{"project/name": [device, ...]}`, every pod's devices, sorted),
+  and `expect.decision_contains` (`{"project/name": "text"}`, text in the reason of a decision
+  about the job made while the step's cycles settled, e.g. an eviction's).
 """
 
 from __future__ import annotations
@@ -23,9 +37,13 @@ from pathlib import Path
 
 from scheduler.cycle import plan_cycle, settle
 from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot
+from scheduler.quantity import QuantityError, cpu_millis, memory_mib
 
 TOLERANCE = 0.001
-JOB_FIELDS = {"name", "project", "gpus", "type", "pods", "priority", "user", "image", "expected_s"}
+JOB_FIELDS = {
+    "name", "project", "gpus", "type", "pods", "priority", "user", "image", "expected_s",
+    "cpu", "memory", "gpu_memory",
+}  # fmt: skip
 
 
 class ScenarioError(ValueError):
@@ -42,6 +60,17 @@ class Scenario:
     departments: tuple[Department, ...]
     policy: Policy
     steps: list[dict]
+    smallest_gpu_memory: int = 32768  # R3.4: a GPU-memory request's accounting fraction
+
+
+def _quantity(value, where: str, parse, allocatable: bool = False):
+    """A Kubernetes quantity at `where`, or None when absent; ScenarioError naming the field."""
+    if value is None:
+        return None
+    try:
+        return parse(value, allocatable=allocatable)
+    except QuantityError as exc:
+        raise ScenarioError(f"{where}: {exc}") from None
 
 
 @dataclass
@@ -105,14 +134,42 @@ def parse_scenario(data: dict) -> Scenario:
                 job.get("project") in names, f"{where}: unknown project {job.get('project')!r}"
             )
             _require(isinstance(job.get("name"), str) and job["name"], f"{where}: name missing")
-            _number(job.get("gpus"), f"{where}.gpus")
+            if job.get("gpu_memory") is None or job.get("gpus") is not None:
+                _number(job.get("gpus"), f"{where}.gpus")
+            for key, parse in (("cpu", cpu_millis), ("memory", memory_mib)):
+                _quantity(job.get(key), f"{where}.{key}", parse)
+            gpu_memory = _quantity(job.get("gpu_memory"), f"{where}.gpu_memory", memory_mib)
+            _require(gpu_memory != 0, f"{where}.gpu_memory: must be more than 0")
             _require(
                 job.get("type", "train") in ("train", "interactive"),
                 f"{where}.type: must be train or interactive",
             )
             _number(job.get("expected_s"), f"{where}.expected_s", allow_none=True)
         _number(step.get("at", 0), f"steps[{i}].at")
-    return Scenario(str(data.get("name", "")), nodes, projects, departments, policy, data["steps"])
+        _failed_step(step.get("failed_devices", {}), f"steps[{i}].failed_devices", nodes)
+    memories = [n.gpu_memory_mib for n in nodes if n.gpus]
+    return Scenario(
+        str(data.get("name", "")), nodes, projects, departments, policy, data["steps"],
+        min(memories, default=32768),
+    )  # fmt: skip
+
+
+def _failed_step(value, where: str, nodes: tuple[Node, ...]) -> None:
+    _require(isinstance(value, dict), f"{where}: must be an object of node: [devices]")
+    known = {n.name: n for n in nodes}
+    for name, devices in value.items():
+        _require(name in known, f"{where}: unknown node {name!r}")
+        _devices(devices, f"{where}.{name}", known[name].gpus)
+
+
+def _devices(value, where: str, gpus: int) -> tuple[int, ...]:
+    _require(isinstance(value, list), f"{where}: must be a list of device indexes")
+    for d in value:
+        _require(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < gpus,
+            f"{where}: {d!r} is not a device index of a node of {gpus} GPUs",
+        )
+    return tuple(sorted(set(value)))
 
 
 def _node(n, i: int) -> Node:
@@ -120,13 +177,17 @@ def _node(n, i: int) -> Node:
     _require(isinstance(n, dict) and isinstance(n.get("name"), str), f"{where}: name missing")
     gpus = _number(n.get("gpus"), f"{where}.gpus")
     _require(float(gpus).is_integer(), f"{where}.gpus: must be a whole number")
+    gpu_memory = _quantity(n.get("gpu_memory"), f"{where}.gpu_memory", memory_mib, True)
     return Node(
         name=n["name"],
         gpus=int(gpus),
-        gpu_memory_mib=int(n.get("gpu_memory_mib", 32768)),
+        gpu_memory_mib=gpu_memory or int(n.get("gpu_memory_mib", 32768)),
         pool=n.get("pool", "default"),
         ready=bool(n.get("ready", True)),
         schedulable=bool(n.get("schedulable", True)),
+        cpu_millis=_quantity(n.get("cpu"), f"{where}.cpu", cpu_millis, True),
+        memory_mib=_quantity(n.get("memory"), f"{where}.memory", memory_mib, True),
+        failed_devices=_devices(n.get("failed_devices", []), f"{where}.failed_devices", int(gpus)),
     )
 
 
@@ -151,7 +212,12 @@ def _project(p, i: int, departments: set[str]) -> Project:
     dept = p.get("department")
     _require(dept is None or dept in departments, f"{where}: unknown department {dept!r}")
     return Project(
-        **fields, node_pools=tuple(p.get("node_pools") or ()), department=dept, order=1000 + i
+        **fields,
+        node_pools=tuple(p.get("node_pools") or ()),
+        department=dept,
+        order=1000 + i,
+        cpu_limit_millis=_quantity(p.get("cpu_limit"), f"{where}.cpu_limit", cpu_millis),
+        memory_limit_mib=_quantity(p.get("memory_limit"), f"{where}.memory_limit", memory_mib),
     )
 
 
@@ -163,11 +229,18 @@ def _policy(data: dict) -> Policy:
     return Policy(**data)
 
 
-def _job(spec: dict, order: int) -> Job:
+def _job(spec: dict, order: int, smallest_gpu_memory: int = 32768) -> Job:
+    gpu_memory = None if spec.get("gpu_memory") is None else memory_mib(spec["gpu_memory"])
+    gpus = spec.get("gpus")
+    if gpu_memory is not None:  # R3.4: the share of the smallest device, for accounting
+        gpus = round(gpu_memory / smallest_gpu_memory, 3)
     return Job(
         project=spec["project"],
         name=spec["name"],
-        gpus=float(spec["gpus"]),
+        gpus=float(gpus),
+        cpu_millis=0 if spec.get("cpu") is None else cpu_millis(spec["cpu"]),
+        memory_mib=0 if spec.get("memory") is None else memory_mib(spec["memory"]),
+        gpu_memory_mib=gpu_memory,
         pods=int(spec.get("pods") or 1),
         type=spec.get("type") or "train",
         priority=spec.get("priority"),
@@ -191,10 +264,17 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
             if step["at"] < snapshot.now:
                 result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
             snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
+        decided: list = []
+        if step.get("failed_devices"):
+            snapshot = _fail_devices(snapshot, step["failed_devices"])
+            snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
+            decided += [d for p in plans for d in p.decisions]
         for spec in step.get("submit", []):
             order += 1
-            snapshot = dataclasses.replace(snapshot, jobs=(*snapshot.jobs, _job(spec, order)))
+            job = _job(spec, order, scenario.smallest_gpu_memory)
+            snapshot = dataclasses.replace(snapshot, jobs=(*snapshot.jobs, job))
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
+            decided += [d for p in plans for d in p.decisions]
             plan = plans[-1]
         for spec in step.get("delete", []):
             key = (spec.get("project"), spec.get("name"))
@@ -202,13 +282,55 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
                 snapshot, jobs=tuple(j for j in snapshot.jobs if j.key != key)
             )
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
+            decided += [d for p in plans for d in p.decisions]
             plan = plans[-1]
         if "expect" in step:
             plan = plan_cycle(snapshot, scenario.policy)
             result.report += tables(scenario, snapshot, plan, f"after step {i}")
             result.failures += check(step["expect"], snapshot, plan, i)
+            result.failures += check_resources(step["expect"], snapshot, decided, i)
     result.snapshot = snapshot
     return result
+
+
+def _fail_devices(snapshot: Snapshot, failed: dict[str, list[int]]) -> Snapshot:
+    """The snapshot with the listed nodes' failed devices replaced (issue 26)."""
+    nodes = tuple(
+        dataclasses.replace(n, failed_devices=tuple(sorted(set(failed[n.name]))))
+        if n.name in failed
+        else n
+        for n in snapshot.nodes
+    )
+    return dataclasses.replace(snapshot, nodes=nodes)
+
+
+def check_resources(expect: dict, snapshot: Snapshot, decided: list, step: int) -> list[str]:
+    """The expectations of issue 26: CPU and memory held per project, the devices a job holds,
+    and text in the reason of a decision made during the step."""
+    jobs = {f"{j.project}/{j.name}": j for j in snapshot.jobs}
+    failures = []
+    for project, want in expect.get("allocated_cpu", {}).items():
+        got = sum(
+            j.cpu_millis * j.pods for j in snapshot.jobs if j.project == project and j.running
+        )
+        if got != cpu_millis(want):
+            failures.append(f"step {step}: CPU of {project} = {got}m, want {want}")
+    for project, want in expect.get("allocated_memory", {}).items():
+        got = sum(
+            j.memory_mib * j.pods for j in snapshot.jobs if j.project == project and j.running
+        )
+        if got != memory_mib(want):
+            failures.append(f"step {step}: memory of {project} = {got}Mi, want {want}")
+    for key, want in expect.get("devices", {}).items():
+        job = jobs.get(key)
+        got = sorted(d for p in job.placement for d in p.devices) if job else None
+        if got != sorted(want):
+            failures.append(f"step {step}: {key} holds devices {got}, want {sorted(want)}")
+    for key, text in expect.get("decision_contains", {}).items():
+        reasons = [d.reason for d in decided if f"{d.job[0]}/{d.job[1]}" == key]
+        if not any(text in r for r in reasons):
+            failures.append(f"step {step}: decisions about {key} were {reasons}, want {text!r}")
+    return failures
 
 
 def _settle(snapshot, policy, result: ReplayResult, step: int, verbose: bool):

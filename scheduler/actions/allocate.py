@@ -9,6 +9,8 @@ from __future__ import annotations
 from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
+from ..quantity import cores_text, memory_text
+from ..resources import blocked_by_resources, too_large
 from ..session import Session, gpus, nodes_of
 from .backfill import Backfill
 
@@ -54,19 +56,51 @@ def shortest_first(job: Job) -> tuple:
 
 
 def no_fit_reason(session: Session, job: Job) -> str:
-    """Why no node can take the job now, in plain words (R5.3, R5.4, R6.1)."""
+    """Why no node can take the job now, in plain words (R5.3, R5.4, R5.5, R6.1), naming the
+    resource that does not fit when it is CPU, memory or GPU memory (issue 26)."""
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
-    largest = max((index.largest for index in pools_for(session.state, job)), default=0)
-    if not largest:
+    indexes = pools_for(session.state, job)
+    largest = max((index.largest for index in indexes), default=0)
+    if not largest and (job.whole or job.shared):
+        return f"no ready node {where} has a healthy GPU (R5)"
+    nodes = [session.state.nodes[name] for index in indexes for name in sorted(index.members)]
+    if not nodes:
         return f"no ready node {where} (R5)"
-    if job.gpus >= 1 and job.whole_devices_per_pod > largest:
+    if job.whole and job.whole_devices_per_pod > largest:
         return f"no node {where} has {gpus(job.milli_per_pod)} (R5.3)"
+    specs = [session.nodes[n.name] for n in nodes]
+    big = too_large(specs, job, where)
+    if big:
+        return big
+    blocked = blocked_by_resources(nodes, job)
+    if blocked:
+        rule = "R6.1" if job.pods > 1 else "R5"
+        return f"no node {where} has room for a pod of {asked(job)}: {blocked} ({rule})"
+    if job.gpu_memory_mib is not None:
+        memory = memory_text(job.gpu_memory_mib)
+        return f"no device {where} has {memory} of GPU memory free (R5.5)"
+    if not (job.whole or job.shared):
+        return f"no node {where} has room for a pod of {asked(job)} (R5)"
     if job.pods > 1:
         return (
             f"the {job.pods} pods of {gpus(job.milli_per_pod)} each do not all fit at once "
             f"{where} (R6.1)"
         )
-    if job.gpus >= 1:
+    if job.whole:
         return f"no node {where} has {gpus(job.milli_per_pod)} idle (R5.3)"
     return f"no device {where} has {gpus(job.milli_per_pod)} free (R5.4)"
+
+
+def asked(job: Job) -> str:
+    """One pod's request in words: '1 GPU, 8 cores, 64 GiB memory' (issue 26)."""
+    parts = []
+    if job.gpu_memory_mib is not None:
+        parts.append(f"{memory_text(job.gpu_memory_mib)} of GPU memory")
+    elif job.gpus > 0:
+        parts.append(gpus(job.milli_per_pod))
+    if job.cpu_millis:
+        parts.append(cores_text(job.cpu_millis))
+    if job.memory_mib:
+        parts.append(f"{memory_text(job.memory_mib)} memory")
+    return ", ".join(parts) or "nothing"

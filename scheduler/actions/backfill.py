@@ -121,7 +121,7 @@ def pods_fitting(used: list[int], job: Job) -> int:
     ÷ devices per pod for whole-GPU pods (R5.3), Σ ⌊room ÷ fraction⌋ over devices for fractions
     (R5.4). Pods of one job are all the same size, so each pod the core places lowers this count
     by exactly one: the core's placement fits the job iff the sum over its nodes >= its pods."""
-    if job.gpus >= 1:
+    if job.whole:
         return sum(1 for u in used if u == 0) // job.whole_devices_per_pod
     milli = job.milli_per_pod
     if milli <= 0:

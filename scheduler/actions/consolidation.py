@@ -42,7 +42,7 @@ def consolidate(session: Session) -> None:
             continue
         if _free_milli(session, job) < job.milli_total:
             continue
-        if session.policy.consolidation_candidates == "node_first" and job.gpus >= 1:
+        if session.policy.consolidation_candidates == "node_first" and job.whole:
             victims = node_first(session, job, on_node)
         else:
             victims = pool.queue(pool.by_queue, job.milli_total)

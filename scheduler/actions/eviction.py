@@ -120,7 +120,7 @@ class Room:
         self.freed: dict[str, dict[int, int]] = {}
         self.counted: dict[str, int] = {}  # freed node -> what it adds to `count` now
         nodes = session.state.nodes
-        if job.gpus < 1:
+        if not job.whole:
             self.count = sum(index.free_milli for index in self.indexes)
             return
         per_pod = job.whole_devices_per_pod
@@ -148,7 +148,7 @@ class Room:
             milli = pod_milli(victim, pod)
             for device in pod.devices:
                 per_device[device] = per_device.get(device, 0) + milli
-            if self.job.gpus < 1:
+            if not self.job.whole:
                 if self.allowed(pod.node):
                     self.count += milli * len(pod.devices)
             else:
@@ -169,7 +169,7 @@ class Room:
 
     def enough(self) -> bool:
         """Whether the count covers the job (R8.2)."""
-        if self.job.gpus < 1:
+        if not self.job.whole:
             return self.count >= self.job.milli_total
         return self.count >= self.job.pods
 
@@ -253,7 +253,7 @@ def _replace_victim(session: Session, victim: Job, old, outcome: Outcome) -> Non
     if session.capacity_block(victim) is None:
         checkpoint = state.checkpoint()
         placement = place_job(state, victim, session.policy)
-        if placement is not None and _same_nodes(placement, old) and victim.gpus >= 1:
+        if placement is not None and _same_nodes(placement, old) and victim.whole:
             state.rollback(checkpoint)
             if _still_free(session, victim, old):
                 state.place(victim, old)
@@ -278,6 +278,13 @@ def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...])
     for (name, device), milli in need.items():
         node = session.state.nodes.get(name)
         if node is None or not node.eligible or node.used[device] + milli > FULL:
+            return False
+    for pod in placement:  # CPU and memory (issue 26); pods of a gang on one node add up
+        node = session.state.nodes[pod.node]
+        pods = sum(1 for p in placement if p.node == pod.node)
+        if node.cpu_free is not None and job.cpu_millis * pods > node.cpu_free:
+            return False
+        if node.memory_free is not None and job.memory_mib * pods > node.memory_free:
             return False
     return True
 
