@@ -19,7 +19,8 @@ from .apply import apply_plan
 from .cycle import plan_cycle
 from .model import Job, JobKey, Policy, Snapshot, to_milli
 from .queues import build_queues
-from .session import gpus
+from .resources import too_large
+from .session import gpus, resource_limit_block
 
 MAX_CYCLES_PER_STEP = 100
 
@@ -90,8 +91,10 @@ def cannot_start(snapshot: Snapshot, job: Job) -> str | None:
     """Why `job` can never start as submitted, whatever ends, or None. Only what no running
     job's end can change: its project's or department's limit below the job's total (R3.1), a
     non-preemptible job above a quota (R3.2: only non-preemptible usage counts, so a job larger
-    than the quota itself is never admitted), or pods larger than every node of its pools (it
-    waits for a bigger node to join, issue 24 item 10: a pending reason, not an error)."""
+    than the quota itself is never admitted), a CPU or memory total above its project's CPU or
+    memory limit (issue 26), or pods larger than every node of its pools in healthy GPUs, CPU,
+    memory or GPU memory (it waits for a bigger node to join, issue 24 item 10: a pending
+    reason, not an error)."""
     queues = build_queues(snapshot)
     amount = job.milli_total
     queue = queues.get(job.project)
@@ -106,14 +109,27 @@ def cannot_start(snapshot: Snapshot, job: Job) -> str | None:
                 quota = gpus(q.deserved)
                 return (f"cannot start: interactive jobs may not exceed {q.name}'s quota "
                         f"({quota}); this one asks for {gpus(amount)} (R3.2)")  # fmt: skip
+    for q in path:
+        over = resource_limit_block(_emptied(q), job)
+        if over:
+            return "cannot start: " + over.removeprefix("over limit: ")
     pools = queue.node_pools if queue is not None else ()
     nodes = [n for n in snapshot.nodes if not pools or n.pool in pools]
-    largest = max((to_milli(n.gpus) for n in nodes), default=0)
-    if job.milli_per_pod > largest:
-        where = f"in {', '.join(pools)}" if pools else "in the cluster"
+    where = f"in {', '.join(pools)}" if pools else "in the cluster"
+    largest = max((to_milli(n.healthy_gpus) for n in nodes), default=0)
+    if job.whole and job.milli_per_pod > largest:
         return (f"cannot start until a node with {gpus(job.milli_per_pod)} joins: the largest "
                 f"{where} has {gpus(largest)}")  # fmt: skip
+    big = too_large(nodes, job, where)
+    if big:
+        return f"cannot start until a larger node joins: {big}"
     return None
+
+
+def _emptied(queue):
+    """The queue with nothing allocated: a limit the job alone exceeds no end can lift."""
+    queue.allocated_cpu = queue.allocated_memory = 0
+    return queue
 
 
 def resolution_for(snapshot: Snapshot, horizon_s: float, minimum_s: float = 60.0,

@@ -116,17 +116,28 @@ def label(job: Job) -> str:
     return f"{job.project}/{job.name}"
 
 
-def pods_fitting(used: list[int], job: Job) -> int:
+def pods_fitting(
+    used: list[int], job: Job, cpu: int | None = None, memory: int | None = None,
+    device_milli: int | None = None,
+) -> int:  # fmt: skip
     """How many more pods of `job` a node with these device loads holds (B1): free whole devices
     ÷ devices per pod for whole-GPU pods (R5.3), Σ ⌊room ÷ fraction⌋ over devices for fractions
-    (R5.4). Pods of one job are all the same size, so each pod the core places lowers this count
-    by exactly one: the core's placement fits the job iff the sum over its nodes >= its pods."""
+    (R5.4; `device_milli` is a GPU-memory pod's share of this node's devices, R5.5), and no more
+    than the node's free `cpu` and `memory` hold (None: not tracked; issue 26). Pods of one job
+    are all the same size, so each pod the core places lowers this count by exactly one: the
+    core's placement fits the job iff the sum over its nodes >= its pods."""
     if job.whole:
-        return sum(1 for u in used if u == 0) // job.whole_devices_per_pod
-    milli = job.milli_per_pod
-    if milli <= 0:
-        return job.pods
-    return sum((FULL - u) // milli for u in used)
+        count = sum(1 for u in used if u == 0) // job.whole_devices_per_pod
+    else:
+        milli = job.milli_per_pod if device_milli is None else device_milli
+        if milli > FULL:
+            return 0
+        count = job.pods if milli <= 0 else sum((FULL - u) // milli for u in used)
+    if job.cpu_millis and cpu is not None:
+        count = min(count, max(0, cpu) // job.cpu_millis)
+    if job.memory_mib and memory is not None:
+        count = min(count, max(0, memory) // job.memory_mib)
+    return count
 
 
 # -------------------------------------------------------------------------------- the future
@@ -139,8 +150,16 @@ class Shadow:
     def __init__(self, job: Job, nodes: list[NodeState]):
         self.job = job
         self.used: dict[str, list[int]] = {n.name: list(n.used) for n in nodes}
-        self.caps: dict[str, int] = {name: pods_fitting(u, job) for name, u in self.used.items()}
+        self.cpu = {n.name: n.cpu_free for n in nodes}  # issue 26: None = not tracked
+        self.memory = {n.name: n.memory_free for n in nodes}
+        self.milli = {n.name: n.device_milli(job) for n in nodes}
+        self.caps: dict[str, int] = {name: self._count(name) for name in self.used}
         self.capacity = sum(self.caps.values())
+
+    def _count(self, name: str) -> int:
+        return pods_fitting(
+            self.used[name], self.job, self.cpu[name], self.memory[name], self.milli[name]
+        )
 
     def fits(self) -> bool:
         """The job's pods all fit on what is free (B1)."""
@@ -161,9 +180,13 @@ class Shadow:
             for device in pod.devices:
                 if device < len(used):
                     used[device] = min(FULL, max(0, used[device] + milli))
+            if self.cpu[pod.node] is not None:
+                self.cpu[pod.node] -= job.cpu_millis * sign
+            if self.memory[pod.node] is not None:
+                self.memory[pod.node] -= job.memory_mib * sign
             changed.add(pod.node)
         for name in changed:
-            cap = pods_fitting(self.used[name], self.job)
+            cap = self._count(name)
             self.capacity += cap - self.caps[name]
             self.caps[name] = cap
 
@@ -219,7 +242,7 @@ class Backfill:
             return False  # never fits (R5.3): no reservation
         if self._reclaim_overrun(job, pools):
             return True
-        shape = (pools, job.gpus)
+        shape = (pools, job.gpus, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
         if self.no_room.get(shape, job.pods + 1) <= job.pods:
             return False
         reservation = self._reserve(job, pools)
@@ -289,9 +312,15 @@ class Backfill:
         ]
 
     def _empty_capacity(self, job: Job, pools: frozenset[str]) -> int:
-        shape = (pools, job.gpus)
+        shape = (pools, job.gpus, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
         if shape not in self.empty:
-            self.empty[shape] = sum(pods_fitting([0] * n.gpus, job) for n in self._nodes(pools))
+            self.empty[shape] = sum(
+                pods_fitting(
+                    [FULL if d in n.failed else 0 for d in range(n.gpus)], job,
+                    n.cpu_total, n.memory_total, n.device_milli(job),
+                )
+                for n in self._nodes(pools)
+            )  # fmt: skip
         return self.empty[shape]
 
     def _reserve(self, job: Job, pools: frozenset[str]) -> Reservation | None:
@@ -374,7 +403,8 @@ class Backfill:
 
 
 def _still_free(nodes: dict[str, NodeState], job: Job, placement) -> bool:
-    """Every device of the placement still has room for the job's share."""
+    """Every device of the placement still has room for the job's share, and every node for
+    its pods' CPU and memory (issue 26)."""
     for pod in placement:
         node = nodes.get(pod.node)
         if node is None:
@@ -382,6 +412,11 @@ def _still_free(nodes: dict[str, NodeState], job: Job, placement) -> bool:
         for device in pod.devices:
             if device >= node.gpus or node.used[device] + pod_milli(job, pod) > FULL:
                 return False
+        pods = sum(1 for p in placement if p.node == pod.node)
+        if node.cpu_free is not None and job.cpu_millis * pods > node.cpu_free:
+            return False
+        if node.memory_free is not None and job.memory_mib * pods > node.memory_free:
+            return False
     return True
 
 
