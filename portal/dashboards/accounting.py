@@ -30,6 +30,7 @@ from itertools import pairwise
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from portal import access
 from portal.jobs.models import JobRun, UsageRollup
 from portal.jobs.usage import UNITS_PER_GPU_HOUR, Span, hours, micros, milli_gpus, spans
 from portal.tenancy.models import Project
@@ -238,6 +239,16 @@ def _order(item) -> tuple:
 def _csv(figures: Figures) -> list:
     values = figures.as_dict()
     return ["" if values[name] is None else values[name] for name in CSV_FIGURES]
+
+
+def for_user(user, params: Mapping[str, str], now: datetime) -> tuple[Report | None, dict]:
+    """(the report `params` ask for over what `user` may see, {}), or (None, errors by field):
+    every team's runs for a cluster admin, their projects' for others (`access.runs_for`)."""
+    projects = access.projects_for(user)
+    query, errors = parse(params, projects.values_list("name", flat=True), now)
+    if errors:
+        return None, errors
+    return build(query, access.runs_for(user), projects, now), {}
 
 
 def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now: datetime):

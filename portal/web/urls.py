@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 
 from portal.web import (
+    accounting_pages,
     admin_pages,
     audit_pages,
     job_pages,
@@ -19,6 +20,7 @@ SESSION = r"^sessions/(?P<project>[^/]+)/(?P<name>[^/]+)/(?P<path>.*)$"
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("analytics/", views.analytics, name="analytics"),
+    path("accounting/", accounting_pages.accounting_page, name="accounting"),
     path("rules/", rules.rules, name="rules"),
     path("login/", sso.SignIn.as_view(), name="login"),
     path("logout/", sso.sign_out, name="logout"),

@@ -21,7 +21,6 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from portal import access
 from portal.api.serializers.accounting import AccountingSerializer
 from portal.api.views.jobs import CSVRenderer
 from portal.dashboards import accounting
@@ -63,12 +62,10 @@ class Accounting(APIView):
 
 def report_for(user, params) -> Report:
     """The report `params` ask for, over what `user` may see; a bad parameter is a 400."""
-    now = timezone.now()
-    projects = access.projects_for(user)
-    query, errors = accounting.parse(params, projects.values_list("name", flat=True), now)
+    report, errors = accounting.for_user(user, params, timezone.now())
     if errors:
         raise ValidationError(errors)
-    return accounting.build(query, access.runs_for(user), projects, now)
+    return report
 
 
 def _lines(rows: Iterable[list]) -> Iterator[str]:

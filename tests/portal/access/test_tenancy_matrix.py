@@ -65,8 +65,8 @@ REST = [
     ("audit-list", "get", f"{A}/audit/?format=csv", None, (200, 403, 403, 403)),
     ("audit-list", "delete", f"{A}/audit/", None, (405, 403, 403, 403)),
     ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
-    ("accounting", "get", f"{A}/accounting/?group_by=user", None, (200, 200, 200, 200)),
-    ("accounting", "get", f"{A}/accounting/?project=team-a", None, (200, 200, 200, 400)),
+    ("accounting-report", "get", f"{A}/accounting/?group_by=user", None, (200, 200, 200, 200)),
+    ("accounting-report", "get", f"{A}/accounting/?project=team-a", None, (200, 200, 200, 400)),
     ("scheduler-cycles", "get", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),
@@ -90,6 +90,8 @@ REST = [
 PAGES = [
     ("overview", "get", "/", None, (200, 200, 200, 200)),
     ("analytics", "get", "/analytics/", None, (200, 200, 200, 200)),
+    ("accounting", "get", "/accounting/?group_by=user", None, (200, 200, 200, 200)),
+    ("accounting", "get", "/accounting/?project=team-a", None, (200, 200, 200, 400)),
     ("login", "get", "/login/", None, (302, 302, 302, 302)),  # signed in already: onwards
     ("logout", "post", "/logout/", {}, (302, 302, 302, 302)),
     ("me", "get", "/me/", None, (200, 200, 200, 200)),

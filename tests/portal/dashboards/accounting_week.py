@@ -78,7 +78,8 @@ def make_week() -> dict:
         Membership.objects.create(user=users[name], project=projects[project], role=role)
     for project, name, user, gpus, pods, kind, status, runs in SCRIPT:
         job = Job.objects.create(project=projects[project], name=name, user=users[user], gpus=gpus,
-                                 pods=pods, type=JobType(kind), status=Status(status))  # fmt: skip
+                                 pods=pods, type=JobType(kind), status=Status(status),
+                                 started_at=runs[-1][0], finished_at=runs[-1][1])  # fmt: skip
         for number, (start, end, how) in enumerate(runs, start=1):
             by = "team-b's reclaim" if how == "evicted" else ""
             JobRun.objects.create(job=job, number=number, started_at=start, ended_at=end,
