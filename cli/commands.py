@@ -16,6 +16,7 @@ from rich.table import Table
 from . import __version__, config
 from .client import Api, CliError
 from .tables import show
+from .usage import heading, usage_table
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -600,6 +601,51 @@ def top_view(overview: dict):
         table.add_row(p["name"], f"{p['quota']:g}", f"{p['fair_share']:g}", allocated,
                       str(p["running_jobs"]), str(p["pending_jobs"]), util)  # fmt: skip
     return Lines(tiles, Text(""), table)
+
+
+@cli.command()
+@click.option(
+    "--by",
+    "group_by",
+    type=click.Choice(["project", "department", "user"]),
+    default="project",
+    show_default=True,
+    help="group the GPU-hours by",
+)
+@click.option(
+    "--per",
+    type=click.Choice(["total", "day", "month"]),
+    default="total",
+    show_default=True,
+    help="one row per group, or per day or month and group",
+)
+@click.option("--since", help="from: 2026-11-01 or 2026-11-01T08:00 (default: 7 days back)")
+@click.option("--until", help="to, exclusive; a bare date is included (default: now)")
+@click.option("-p", "--project", help="only this project")
+@click.option("--user", help="only this user's runs")
+@click.option("--csv", "as_csv", is_flag=True, help="print the portal's CSV")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def usage(group_by, per, since, until, project, user, as_csv, as_json):
+    """GPU-hours allocated, used and over quota, like Slurm's sreport (GET /api/v1/accounting/).
+
+    Cluster admins see every team; others their own projects. USED is the GPU-hours weighted by
+    the measured utilization ("not measured" without one; "sim": synthetic)."""  # fmt: skip
+    params = {"group_by": group_by, "period": "month" if per == "month" else "day",
+              "since": since, "until": until, "project": project, "user": user}  # fmt: skip
+    params = {k: v for k, v in params.items() if v is not None}
+    client = api()
+    if as_csv:
+        response = client.send("GET", "accounting/", params={**params, "format": "csv"})
+        if response.status_code >= 400:
+            client.answer(response)
+        click.echo(response.text, nl=False)
+        return
+    report = client.call("GET", "accounting/", params=params)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    click.echo(heading(report))
+    show(usage_table(report, per_period=per != "total"), out)
 
 
 @cli.command()
