@@ -17,10 +17,6 @@ def _number(millis: int) -> str:
     return f"{millis / 1000:g}"
 
 
-def _memory_number(mib: int) -> str:
-    return memory_text(mib).split()[0] if mib >= 1024 else f"{mib} MiB"
-
-
 def too_large(nodes: Iterable[Node], job: Job, where: str) -> str | None:
     """Why no node of `nodes` could ever hold one pod of `job`, by CPU, memory or GPU memory
     (more than any node or device has, even empty, R5.5), or None. Nodes that do not track a
@@ -49,14 +45,15 @@ def too_large(nodes: Iterable[Node], job: Job, where: str) -> str | None:
 
 def shortfall(node: NodeState, job: Job) -> str:
     """What of `node` the pod does not fit, for a node whose GPUs would fit it: "dgx1-2 has 8
-    GPUs free but only 4 of 16 cores free" (a CPU-only pod: "dgx1-2 has only 4 of 16 cores
-    free")."""
+    GPUs free but only 4 of 16 cores free", "... but only 12 GiB of 64 GiB memory free" (a
+    CPU-only pod: "dgx1-2 has only 4 of 16 cores free")."""
     short = node.short_of(job)
     if short == "cpu":
         lack = f"only {_number(node.cpu_free)} of {cores_text(node.cpu_total)} free"
     else:
-        lack = (f"only {_memory_number(node.memory_free)} of {memory_text(node.memory_total)} "
-                "memory free")  # fmt: skip
+        lack = (
+            f"only {memory_text(node.memory_free)} of {memory_text(node.memory_total)} memory free"
+        )
     if not (job.whole or job.shared):
         return f"{node.name} has {lack}"
     free = node.whole_free
