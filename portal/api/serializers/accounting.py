@@ -7,7 +7,7 @@ from rest_framework import serializers
 BASES = ["measured", "partly measured", "simulated", "not measured"]
 
 
-class FiguresSerializer(serializers.Serializer):
+class AccountingFiguresSerializer(serializers.Serializer):
     """One group's GPU-hours over a period or the whole range."""
 
     allocated_gpu_hours = serializers.FloatField(
@@ -33,7 +33,7 @@ class FiguresSerializer(serializers.Serializer):
     runs = serializers.IntegerField(help_text="runs that held GPUs in it")
 
 
-class KeyedFiguresSerializer(FiguresSerializer):
+class AccountingGroupSerializer(AccountingFiguresSerializer):
     """Figures of one group: the key named by `group_by` (null: no department / no user)."""
 
     project = serializers.CharField(required=False, allow_null=True)
@@ -41,11 +41,11 @@ class KeyedFiguresSerializer(FiguresSerializer):
     user = serializers.CharField(required=False, allow_null=True)
 
 
-class RowSerializer(KeyedFiguresSerializer):
+class AccountingRowSerializer(AccountingGroupSerializer):
     period = serializers.CharField(help_text="2026-11-25 (day) or 2026-11 (month)")
 
 
-class PeriodSerializer(serializers.Serializer):
+class AccountingPeriodSerializer(serializers.Serializer):
     period = serializers.CharField()
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
@@ -62,7 +62,7 @@ class AccountingSerializer(serializers.Serializer):
     timezone = serializers.CharField(help_text="days and months start at midnight here")
     project = serializers.CharField(allow_null=True)
     user = serializers.CharField(allow_null=True)
-    periods = PeriodSerializer(many=True)
-    rows = RowSerializer(many=True)
-    totals = KeyedFiguresSerializer(many=True)
-    total = FiguresSerializer()
+    periods = AccountingPeriodSerializer(many=True)
+    rows = AccountingRowSerializer(many=True)
+    totals = AccountingGroupSerializer(many=True)
+    total = AccountingFiguresSerializer()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -50,8 +51,11 @@ class Accounting(APIView):
 
     @extend_schema(
         parameters=PARAMETERS,
-        responses={200: OpenApiResponse(AccountingSerializer, description="the report; CSV "
-                                        "with ?format=csv")},
+        responses={
+            (200, "application/json"): AccountingSerializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="?format=csv: a "
+                                               "row per period and group, a total row per group"),
+        },
     )  # fmt: skip
     def get(self, request):
         report = report_for(request.user, request.query_params)
