@@ -114,15 +114,38 @@
       cell(pct(p.utilization) + (p.utilization != null && p.utilization_simulated ? " (sim)" : ""), "num"))));
   }
 
+  // The running and pending tables show PAGE_ROWS rows at a time and say which (issue 23):
+  // a scroll box hid most of them. The page shown stays put across live updates.
+  const PAGE_ROWS = 25;
+  const pages = { running: 0, pending: 0 };
+  function paged(key, rows, total) {
+    const last = Math.max(0, Math.ceil(rows.length / PAGE_ROWS) - 1);
+    pages[key] = Math.min(pages[key], last);
+    const start = pages[key] * PAGE_ROWS, shown = rows.slice(start, start + PAGE_ROWS);
+    const pager = document.getElementById(key + "-pager");
+    pager.hidden = rows.length <= PAGE_ROWS;
+    pager.querySelector(".range").textContent = `Rows ${start + 1}–${start + shown.length} of ${rows.length}` +
+      (total > rows.length ? ` (the first ${rows.length} of ${total}; the Jobs page lists them all)` : "");
+    pager.querySelector(".prev").disabled = pages[key] === 0;
+    pager.querySelector(".next").disabled = pages[key] >= last;
+    return shown;
+  }
+  for (const [key, draw] of [["running", () => renderRunning(current)], ["pending", () => renderPending(current)]]) {
+    const pager = document.getElementById(key + "-pager");
+    pager.querySelector(".prev").addEventListener("click", () => { pages[key] -= 1; draw(); });
+    pager.querySelector(".next").addEventListener("click", () => { pages[key] += 1; draw(); });
+  }
+
   function renderRunning(ov) {
+    const mine = counted("running-count", ov, "running");
     const body = document.querySelector("#running tbody");
-    body.replaceChildren(...ov.running.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+    const rows = paged("running", ov.running, mine.partial ? mine.running : ov.cluster.running_jobs);
+    body.replaceChildren(...rows.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
       el("th", { scope: "row" }, j.name), cell(j.project), cell(j.user || "–"), cell(j.type),
       cell(j.nodes.join(", ")), cell(gpus(j.allocated_gpus), "num"),
       el("td", { class: "num", data: { since: j.started_at } }, duration(since(j.started_at))),
       el("td", { class: "status-" + j.status }, j.status, j.stuck ? el("span", { class: "badge warn" }, " Stuck") : null),
       cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"))));
-    const mine = counted("running-count", ov, "running");
     const empty = body.closest(".card").querySelector(".empty");
     empty.hidden = ov.running.length > 0;
     empty.textContent = mine.partial ? `No job of your projects holds GPUs; other projects have ${ov.cluster.running_jobs} running.` : "No jobs hold GPUs.";
@@ -135,14 +158,15 @@
   }
 
   function renderPending(ov) {
+    const mine = counted("pending-count", ov, "pending");
     const body = document.querySelector("#pending tbody");
-    body.replaceChildren(...ov.pending.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
+    const rows = paged("pending", ov.pending, mine.partial ? mine.pending : ov.cluster.pending_jobs);
+    body.replaceChildren(...rows.map((j) => el("tr", { data: { job: `${j.project}/${j.name}` } },
       el("th", { scope: "row" }, j.name), cell(j.project), cell(gpus(j.gpus * j.pods), "num"),
       el("td", { class: "num", data: { since: j.submitted_at } }, duration(since(j.submitted_at))),
       cell(`${j.queue_position} of ${j.queue_length}`, "num"),
       el("td", { class: "num", title: j.expected_start || "" }, eta(j.eta, j.eta_kind)),
       el("td", { class: "reason" }, ...withRuleLinks(j.pending_reason || "waiting for the next scheduling cycle")))));
-    const mine = counted("pending-count", ov, "pending");
     const empty = body.closest(".card").querySelector(".empty");
     empty.hidden = ov.pending.length > 0;
     empty.textContent = mine.partial ? `Nothing of your projects is waiting; other projects have ${ov.cluster.pending_jobs} pending.` : "Nothing is waiting.";
