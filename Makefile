@@ -54,6 +54,9 @@ bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
 	$(PY) -m scheduler_tools.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json
 	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --json
+	$(PY) -m scheduler_tools.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --resources --json
+	$(PY) -m scheduler_tools.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --resources --json
+	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --resources --json
 	$(PY) -m scheduler_tools.bench --sweep
 
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run):

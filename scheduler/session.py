@@ -59,6 +59,7 @@ class Session:
         self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
         self.reasons: dict[JobKey, str] = {}
         self.hard_blocked: set[JobKey] = set()  # blocked by a limit or quota (R3), not by room
+        self.fit_reasons: dict[tuple, str | None] = {}  # job shape -> resource reason (issue 26)
         # Backfill (Policy.backfill, scheduler/actions/backfill.py); all empty without it.
         self.reservations: dict[JobKey, float] = {}  # reserved job -> predicted start (B1)
         self.held: set[JobKey] = set()  # fit now but would delay a reservation (B3)

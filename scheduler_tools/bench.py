@@ -7,6 +7,10 @@ Scenarios (SCHEDULING.md §14):
 - ``steady``: a full cluster with every project at its fair share and `--jobs` more jobs pending;
   one cycle that (correctly) decides nothing.
 
+With ``--resources`` (issue 26) every node carries allocatable CPU and memory (16 cores and
+128 GiB per GPU, a DGX-like ratio) and every job asks for CPU and memory (8 cores and 64 GiB per
+GPU), so each placement checks every resource and the bin-pack scans whole buckets.
+
 The last line of ``--json`` output is one JSON object with the figures.
 """
 
@@ -21,66 +25,86 @@ from scheduler.apply import apply_plan
 from scheduler.cycle import plan_cycle
 from scheduler.model import Job, Node, PodPlacement, Policy, Project, Snapshot
 
+CPU_PER_GPU = 16_000  # a node's allocatable millicores per GPU (--resources)
+MEMORY_PER_GPU = 128 * 1024  # a node's allocatable MiB per GPU
+JOB_CPU = 8_000  # a 1-GPU job's request
+JOB_MEMORY = 64 * 1024
 
-def _cluster(nodes: int, gpus: int, projects: int) -> tuple[tuple[Node, ...], tuple[Project, ...]]:
+
+def _cluster(
+    nodes: int, gpus: int, projects: int, resources: bool = False
+) -> tuple[tuple[Node, ...], tuple[Project, ...]]:
     total = nodes * gpus
     quota = total / projects
-    node_list = tuple(Node(f"node-{i:05d}", gpus) for i in range(nodes))
+    extra = {"cpu_millis": gpus * CPU_PER_GPU, "memory_mib": gpus * MEMORY_PER_GPU}
+    node_list = tuple(
+        Node(f"node-{i:05d}", gpus, **(extra if resources else {})) for i in range(nodes)
+    )
     project_list = tuple(Project(f"p{i:03d}", quota, order=i) for i in range(projects))
     return node_list, project_list
 
 
-def fill_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+def _job(project: str, name: str, order: int, resources: bool, placement=()) -> Job:
+    """A single-GPU job, asking for CPU and memory too with `resources`."""
+    extra = {"cpu_millis": JOB_CPU, "memory_mib": JOB_MEMORY} if resources else {}
+    return Job(project, name, 1, order=order, placement=placement, **extra)
+
+
+def fill_snapshot(nodes: int, gpus: int, projects: int, jobs: int, resources=False) -> Snapshot:
     """`jobs` single-GPU jobs spread round-robin over the projects, all pending."""
-    node_list, project_list = _cluster(nodes, gpus, projects)
-    job_list = tuple(Job(f"p{i % projects:03d}", f"j{i:06d}", 1, order=i) for i in range(jobs))
+    node_list, project_list = _cluster(nodes, gpus, projects, resources)
+    job_list = tuple(_job(f"p{i % projects:03d}", f"j{i:06d}", i, resources) for i in range(jobs))
     return Snapshot(nodes=node_list, projects=project_list, jobs=job_list)
 
 
-def _running(project: str, start: int, count: int, nodes: tuple[Node, ...], gpus: int):
+def _running(project, start, count, nodes, gpus, resources=False):
     """`count` single-GPU jobs of `project` filling devices in node order from slot `start`."""
     jobs = []
     for k in range(count):
         slot = start + k
         node = nodes[slot // gpus]
         placement = (PodPlacement(node.name, (slot % gpus,)),)
-        jobs.append(Job(project, f"r{slot:06d}", 1, order=slot, placement=placement))
+        jobs.append(_job(project, f"r{slot:06d}", slot, resources, placement))
     return jobs
 
 
-def reclaim_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+def reclaim_snapshot(nodes: int, gpus: int, projects: int, jobs: int, resources=False) -> Snapshot:
     """Project p000 holds every GPU; every other project asks for its quota in 1-GPU jobs."""
-    node_list, project_list = _cluster(nodes, gpus, projects)
+    node_list, project_list = _cluster(nodes, gpus, projects, resources)
     total = nodes * gpus
-    running = _running("p000", 0, min(jobs, total), node_list, gpus)
+    running = _running("p000", 0, min(jobs, total), node_list, gpus, resources)
     quota = int(total // projects)
     pending = [
-        Job(p.name, f"q{i:03d}-{k:06d}", 1, order=total + i * quota + k)
+        _job(p.name, f"q{i:03d}-{k:06d}", total + i * quota + k, resources)
         for i, p in enumerate(project_list[1:])
         for k in range(quota)
     ]
     return Snapshot(nodes=node_list, projects=project_list, jobs=tuple(running + pending))
 
 
-def steady_snapshot(nodes: int, gpus: int, projects: int, jobs: int) -> Snapshot:
+def steady_snapshot(nodes: int, gpus: int, projects: int, jobs: int, resources=False) -> Snapshot:
     """Every project holds exactly its quota; `jobs` more single-GPU jobs wait."""
-    node_list, project_list = _cluster(nodes, gpus, projects)
+    node_list, project_list = _cluster(nodes, gpus, projects, resources)
     total = nodes * gpus
     quota = total // projects
     running = []
     for i, p in enumerate(project_list):
-        running += _running(p.name, i * quota, quota, node_list, gpus)
-    pending = [Job(f"p{i % projects:03d}", f"w{i:06d}", 1, order=total + i) for i in range(jobs)]
+        running += _running(p.name, i * quota, quota, node_list, gpus, resources)
+    pending = [_job(f"p{i % projects:03d}", f"w{i:06d}", total + i, resources) for i in range(jobs)]
     return Snapshot(nodes=node_list, projects=project_list, jobs=tuple(running + pending))
 
 
 BUILDERS = {"fill": fill_snapshot, "reclaim": reclaim_snapshot, "steady": steady_snapshot}
 
 
-def run(scenario: str, nodes: int, gpus: int, projects: int, jobs: int, max_cycles: int = 50):
-    """Build the shape, run cycles until one decides nothing (fill: one cycle), time them."""
+def run(
+    scenario: str, nodes: int, gpus: int, projects: int, jobs: int, max_cycles: int = 50,
+    resources: bool = False,
+):  # fmt: skip
+    """Build the shape, run cycles until one decides nothing (fill: one cycle), time them; with
+    `resources`, every node and job carries CPU and memory too."""
     build_start = time.perf_counter()
-    snapshot = BUILDERS[scenario](nodes, gpus, projects, jobs)
+    snapshot = BUILDERS[scenario](nodes, gpus, projects, jobs, resources)
     build_s = time.perf_counter() - build_start
     policy = Policy()
     started = evicted = cycles = 0
@@ -104,6 +128,7 @@ def run(scenario: str, nodes: int, gpus: int, projects: int, jobs: int, max_cycl
         "gpus_per_node": gpus,
         "projects": projects,
         "jobs": jobs,
+        "resources": resources,
         "started": started,
         "evicted": evicted,
         "running": running,
@@ -122,12 +147,12 @@ SWEEP = {
 }
 
 
-def sweep(gpus: int, projects: int) -> list[dict]:
+def sweep(gpus: int, projects: int, resources: bool = False) -> list[dict]:
     """Each shape at three sizes (nodes and jobs doubling), to show how cost grows."""
     rows = []
     for scenario, sizes in SWEEP.items():
         for nodes, jobs in sizes:
-            rows.append(run(scenario, nodes, gpus, projects, jobs))
+            rows.append(run(scenario, nodes, gpus, projects, jobs, resources=resources))
     return rows
 
 
@@ -145,6 +170,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=4000)
     p.add_argument("--json", action="store_true", help="end with one JSON object")
     p.add_argument("--sweep", action="store_true", help="every shape at three sizes")
+    p.add_argument(
+        "--resources",
+        action="store_true",
+        help="nodes carry allocatable CPU and memory and every job asks for both (issue 26)",
+    )
     return p
 
 
@@ -152,9 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     """Parse arguments, run the benchmark, print a summary (and JSON with --json)."""
     args = parser().parse_args(argv)
     if args.sweep:
-        print_sweep(sweep(args.gpus_per_node, args.projects), args.json)
+        print_sweep(sweep(args.gpus_per_node, args.projects, args.resources), args.json)
         return 0
-    result = run(args.scenario, args.nodes, args.gpus_per_node, args.projects, args.jobs)
+    result = run(
+        args.scenario, args.nodes, args.gpus_per_node, args.projects, args.jobs,
+        resources=args.resources,
+    )  # fmt: skip
     print_run(result, args.json)
     return 0
 
@@ -178,7 +211,8 @@ def print_run(result: dict, as_json: bool) -> None:
     """One sentence (on stderr with `as_json`, whose JSON object is then the last line)."""
     print(
         f"{result['scenario']}: {result['nodes']} nodes x {result['gpus_per_node']} GPUs, "
-        f"{result['projects']} projects, {result['jobs']} jobs -> started {result['started']}, "
+        f"{result['projects']} projects, {result['jobs']} jobs"
+        f"{' with CPU and memory' if result['resources'] else ''} -> started {result['started']}, "
         f"evicted {result['evicted']} in {result['cycles']} cycle(s); slowest cycle "
         f"{result['cycle_s']:.3f} s, total {result['total_s']:.3f} s",
         file=sys.stderr if as_json else sys.stdout,

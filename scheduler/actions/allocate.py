@@ -64,19 +64,18 @@ def no_fit_reason(session: Session, job: Job) -> str:
     largest = max((index.largest for index in indexes), default=0)
     if not largest and (job.whole or job.shared):
         return f"no ready node {where} has a healthy GPU (R5)"
-    nodes = [session.state.nodes[name] for index in indexes for name in sorted(index.members)]
-    if not nodes:
+    if not any(index.members for index in indexes):
         return f"no ready node {where} (R5)"
     if job.whole and job.whole_devices_per_pod > largest:
         return f"no node {where} has {gpus(job.milli_per_pod)} (R5.3)"
-    specs = [session.nodes[n.name] for n in nodes]
-    big = too_large(specs, job, where)
-    if big:
-        return big
-    blocked = blocked_by_resources(nodes, job)
-    if blocked:
-        rule = "R6.1" if job.pods > 1 else "R5"
-        return f"no node {where} has room for a pod of {asked(job)}: {blocked} ({rule})"
+    if job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None:
+        # One scan of the pools per job shape and cycle: later jobs of the same shape find the
+        # cluster no emptier within allocate, and reasons are redone every cycle.
+        shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
+        if shape not in session.fit_reasons:
+            session.fit_reasons[shape] = resource_reason(session, job, where)
+        if session.fit_reasons[shape]:
+            return session.fit_reasons[shape]
     if job.gpu_memory_mib is not None:
         memory = memory_text(job.gpu_memory_mib)
         return f"no device {where} has {memory} of GPU memory free (R5.5)"
@@ -90,6 +89,21 @@ def no_fit_reason(session: Session, job: Job) -> str:
     if job.whole:
         return f"no node {where} has {gpus(job.milli_per_pod)} idle (R5.3)"
     return f"no device {where} has {gpus(job.milli_per_pod)} free (R5.4)"
+
+
+def resource_reason(session: Session, job: Job, where: str) -> str | None:
+    """The reason naming CPU, memory or GPU memory when one of them keeps the job off every node
+    of its pools (issue 26), or None when the GPUs are what is missing."""
+    indexes = pools_for(session.state, job)
+    nodes = [session.state.nodes[name] for index in indexes for name in sorted(index.members)]
+    big = too_large([session.nodes[n.name] for n in nodes], job, where)
+    if big:
+        return big
+    blocked = blocked_by_resources(nodes, job)
+    if blocked:
+        rule = "R6.1" if job.pods > 1 else "R5"
+        return f"no node {where} has room for a pod of {asked(job)}: {blocked} ({rule})"
+    return None
 
 
 def asked(job: Job) -> str:
