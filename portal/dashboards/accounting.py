@@ -148,6 +148,25 @@ def periods(since: datetime, until: datetime, period: str) -> list[Period]:
 
 
 @dataclass
+class Piece:
+    """What one run held in one period: units, over quota, measured units, used, simulated."""
+
+    units: int = 0
+    over: int = 0
+    measured: int = 0
+    used: float = 0.0
+    simulated: bool = False
+
+    def add(self, units: int, over: int, utilization: float | None, simulated: bool) -> None:
+        self.units += units
+        self.over += over
+        if utilization is not None:
+            self.measured += units
+            self.used += units * utilization
+            self.simulated = self.simulated or simulated
+
+
+@dataclass
 class Figures:
     """Sums in milli-GPU-microseconds (`units`), exact; `used` is units x utilization."""
 
@@ -158,14 +177,13 @@ class Figures:
     simulated: bool = False
     runs: set[int] = field(default_factory=set)
 
-    def add(self, units: int, over: int, utilization, simulated: bool, run: int) -> None:
-        self.units += units
-        self.over += over
+    def add(self, piece: Piece, run: int) -> None:
+        self.units += piece.units
+        self.over += piece.over
+        self.measured += piece.measured
+        self.used += piece.used
+        self.simulated = self.simulated or piece.simulated
         self.runs.add(run)
-        if utilization is not None:
-            self.measured += units
-            self.used += units * utilization
-            self.simulated = self.simulated or simulated
 
     @property
     def basis(self) -> str:
@@ -197,11 +215,10 @@ class Report:
     totals: dict[str | None, Figures] = field(default_factory=dict)
     total: Figures = field(default_factory=Figures)
 
-    def add(self, period: int, key, units: int, over: int, hourly, run: int) -> None:
-        utilization, simulated = hourly
+    def add(self, period: int, key, piece: Piece, run: int) -> None:
         for figures in (self.rows.setdefault((period, key), Figures()),
                         self.totals.setdefault(key, Figures()), self.total):  # fmt: skip
-            figures.add(units, over, utilization, simulated, run)
+            figures.add(piece, run)
 
     def as_dict(self) -> dict:
         group = self.query.group_by
@@ -273,6 +290,8 @@ def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now
         name, dept, quota = info.get(pid, ("", None, 0))
         keys = {"project": lambda s, n=name: n, "department": lambda s, d=dept: d,
                 "user": lambda s: s.user or None}  # fmt: skip
+        pieces: dict[tuple[int, int], Piece] = {}  # summed per run first: fewer adds
+        runs_held = {span.run_id: span for span in held}
         for a, b, active in _segments(held, query.since, end):
             hour = a.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
             utilization, simulated, recorded = hourly.get((pid, hour), (None, False, None))
@@ -281,8 +300,12 @@ def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now
             for span in active:
                 over = min(span.milli, max(span.milli - room, 0))
                 room -= span.milli
-                report.add(period, keys[query.group_by](span), span.milli * length,
-                           over * length, (utilization, simulated), span.run_id)  # fmt: skip
+                piece = pieces.get((period, span.run_id))
+                if piece is None:
+                    piece = pieces[(period, span.run_id)] = Piece()
+                piece.add(span.milli * length, over * length, utilization, simulated)
+        for (period, run), piece in pieces.items():
+            report.add(period, keys[query.group_by](runs_held[run]), piece, run)
     return report
 
 
