@@ -12,6 +12,7 @@ from tests.browser.conftest import USER_MODE, sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 SERVER_ENV = USER_MODE
+DASH = "\N{EN DASH}"  # "Rows 1-25 of 30" as the page prints it
 
 
 def test_the_overview_pages_through_running_and_pending_jobs(
@@ -30,20 +31,20 @@ def test_the_overview_pages_through_running_and_pending_jobs(
 
     running, pending = page.locator("#running-pager"), page.locator("#pending-pager")
     expect(page.locator("#running-count")).to_have_text("(30)")
-    expect(running.locator(".range")).to_have_text("Rows 1–25 of 30")
+    expect(running.locator(".range")).to_have_text(f"Rows 1{DASH}25 of 30")
     expect(page.locator("#running tbody tr")).to_have_count(25)
     expect(running.locator(".prev")).to_be_disabled()
     running.locator(".next").click()
-    expect(running.locator(".range")).to_have_text("Rows 26–30 of 30")
+    expect(running.locator(".range")).to_have_text(f"Rows 26{DASH}30 of 30")
     expect(page.locator("#running tbody tr")).to_have_count(5)
     expect(running.locator(".next")).to_be_disabled()
 
-    expect(pending.locator(".range")).to_have_text("Rows 1–25 of 27")
+    expect(pending.locator(".range")).to_have_text(f"Rows 1{DASH}25 of 27")
     pending.locator(".next").click()
     expect(page.locator("#pending tbody tr")).to_have_count(2)
     page.wait_for_timeout(2500)  # live updates arrive meanwhile: the pages shown stay put
-    expect(running.locator(".range")).to_have_text("Rows 26–30 of 30")
-    expect(pending.locator(".range")).to_have_text("Rows 26–27 of 27")
+    expect(running.locator(".range")).to_have_text(f"Rows 26{DASH}30 of 30")
+    expect(pending.locator(".range")).to_have_text(f"Rows 26{DASH}27 of 27")
     page.screenshot(path=artifacts / "overview-paging.png", full_page=True)
     pending.locator(".prev").click()
     expect(page.locator("#pending tbody tr")).to_have_count(25)
