@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from .model import Job, Node
 from .placement import gpus_fit
 from .quantity import cores_text, memory_text
+from .session import gpus
 from .state import NodeState
 
 
@@ -70,3 +71,17 @@ def blocked_by_resources(nodes: Iterable[NodeState], job: Job) -> str | None:
         return None
     best = min(blocked, key=lambda n: (-n.whole_free, -(n.cpu_free or 0), n.name))
     return shortfall(best, job)
+
+
+def asked(job: Job) -> str:
+    """One pod's request in words: '1 GPU, 8 cores, 64 GiB memory' (issue 26)."""
+    parts = []
+    if job.gpu_memory_mib is not None:
+        parts.append(f"{memory_text(job.gpu_memory_mib)} of GPU memory")
+    elif job.gpus > 0:
+        parts.append(gpus(job.milli_per_pod))
+    if job.cpu_millis:
+        parts.append(cores_text(job.cpu_millis))
+    if job.memory_mib:
+        parts.append(f"{memory_text(job.memory_mib)} memory")
+    return ", ".join(parts) or "nothing"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
-from ..quantity import cores_text, memory_text
-from ..resources import blocked_by_resources, too_large
+from ..quantity import memory_text
+from ..resources import asked, blocked_by_resources, too_large
 from ..session import Session, gpus, nodes_of
 from .backfill import Backfill
 
@@ -43,7 +43,7 @@ def allocate(session: Session) -> None:
             "start",
             job,
             "allocate",
-            f"started on {nodes_of(placement)}: free GPUs (R4.4)",
+            f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'} (R4.4)",
             placement,
         )
 
@@ -104,17 +104,3 @@ def resource_reason(session: Session, job: Job, where: str) -> str | None:
         rule = "R6.1" if job.pods > 1 else "R5"
         return f"no node {where} has room for a pod of {asked(job)}: {blocked} ({rule})"
     return None
-
-
-def asked(job: Job) -> str:
-    """One pod's request in words: '1 GPU, 8 cores, 64 GiB memory' (issue 26)."""
-    parts = []
-    if job.gpu_memory_mib is not None:
-        parts.append(f"{memory_text(job.gpu_memory_mib)} of GPU memory")
-    elif job.gpus > 0:
-        parts.append(gpus(job.milli_per_pod))
-    if job.cpu_millis:
-        parts.append(cores_text(job.cpu_millis))
-    if job.memory_mib:
-        parts.append(f"{memory_text(job.memory_mib)} memory")
-    return ", ".join(parts) or "nothing"

@@ -7,6 +7,7 @@ from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
 from ..queues import QueueState
+from ..resources import asked
 from ..session import Session, gpus, nodes_of
 from .eviction import Outcome, record_moves, solve
 from .signatures import FailedJobs
@@ -183,9 +184,19 @@ def commit(session: Session, job: Job, outcome: Outcome) -> None:
         "start",
         job,
         "reclaim",
-        f"started on {nodes_of(outcome.placement)}: reclaimed {gpus(demand)}{source} (R9)",
+        f"started on {nodes_of(outcome.placement)}: reclaimed {reclaimed(job, demand)}{source} "
+        "(R9)",
         outcome.placement,
     )
+
+
+def reclaimed(job: Job, demand: int) -> str:
+    """What the reclaim made room for: its GPUs, or with CPU or memory requests (issue 26) the
+    pod's every resource ("room for 2 pods of 1 GPU, 8 cores")."""
+    if not (job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None):
+        return gpus(demand)
+    pods = f"{job.pods} pods of " if job.pods > 1 else ""
+    return f"room for {pods}{asked(job)}"
 
 
 def _over_text(queue: QueueState, before: dict) -> str:
