@@ -23,6 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 from portal.core.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
 from scheduler.minruntime import parse_min_runtime
+from scheduler.quantity import cpu_millis, memory_mib
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
@@ -523,6 +524,22 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("ALLOT_MAX_BODY_BYTES", 2_621_440, minimum=
 # to join (issue 24 item 10); only more than any node type has is refused: DGX/HGX have 8, a
 # handful of servers 16.
 ALLOT_MAX_GPUS_PER_POD = envint("ALLOT_MAX_GPUS_PER_POD", 64, minimum=1)
+
+
+def envquantity(name: str, parse) -> int:
+    """A Kubernetes quantity ("500m", "2", "16Gi") read by `parse` (scheduler.quantity's
+    cpu_millis or memory_mib); unset or empty is 0."""
+    text = envstr(name, "") or ""
+    try:
+        return parse(text) if text.strip() else 0
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+
+
+# What a job that does not say asks for per pod when its project sets no default either (issue
+# 26): CPU cores ("500m", "2") and memory ("4Gi"). Unset: 0, nothing asked.
+ALLOT_DEFAULT_CPU_MILLIS = envquantity("ALLOT_DEFAULT_CPU", cpu_millis)
+ALLOT_DEFAULT_MEMORY_MIB = envquantity("ALLOT_DEFAULT_MEMORY", memory_mib)
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad token a 401, not a 403

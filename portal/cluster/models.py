@@ -30,6 +30,17 @@ class Node(models.Model):
     # model from GPU feature discovery, and a cordon made in the cluster (`kubectl cordon`).
     gpu_product = models.CharField(max_length=128, blank=True, default="")
     cordoned_in_cluster = models.BooleanField(default=False)
+    # Allocatable CPU (millicores) and memory (MiB) for pods (issue 26): set by admins for the
+    # simulated cluster, read from the node's status.allocatable on Kubernetes; None = not
+    # tracked (never the limiting resource).
+    cpu_millis = models.PositiveIntegerField(null=True, blank=True)
+    memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    # GPU device indexes out of service, as the two cordons: marked by an admin in Allot
+    # (`failed_devices`; the simulated cluster's way) and found by the Kubernetes inventory
+    # (`failed_in_cluster`: allocatable nvidia.com/gpu dropped below capacity, or an unhealthy
+    # GPU condition). The scheduler never places on either and evicts what runs there.
+    failed_devices = models.JSONField(default=list, blank=True)
+    failed_in_cluster = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -42,3 +53,14 @@ class Node(models.Model):
     def takes_new_pods(self) -> bool:
         """False when cordoned in Allot or in the cluster."""
         return self.schedulable and not self.cordoned_in_cluster
+
+    @property
+    def out_of_service(self) -> list[int]:
+        """Device indexes failed by an admin's mark or the cluster's report, in order."""
+        both = {*self.failed_devices, *self.failed_in_cluster}
+        return sorted(index for index in both if 0 <= index < self.gpus)
+
+    @property
+    def healthy_gpus(self) -> int:
+        """Devices that are not failed."""
+        return self.gpus - len(self.out_of_service)

@@ -55,7 +55,8 @@ class ServiceType(models.TextChoices):
 
 
 class Job(models.Model):
-    """`pods` pods of `gpus` GPUs each (a fraction 0.01..0.99 or a whole number of devices).
+    """`pods` pods of `gpus` GPUs each (a fraction 0.01..0.99 or a whole number of devices; 0 for
+    a CPU-only job), each asking `cpu_millis` CPU and `memory_mib` memory.
 
     `placement` is one entry per pod, `{"node": name, "devices": [index, ...], "share": float}`,
     while the job holds GPUs (ContainerCreating, Running) and `[]` otherwise; the scheduling cycle
@@ -71,6 +72,15 @@ class Job(models.Model):
     type = models.CharField(max_length=16, choices=JobType.choices, default=JobType.TRAIN)
     gpus = models.DecimalField(max_digits=6, decimal_places=2)
     pods = models.PositiveIntegerField(default=1)
+    # Per pod, as Kubernetes' resources.requests/limits (issue 26): CPU in millicores and memory
+    # in MiB requested (what the scheduler places on; 0 = none asked), the limits (None = as the
+    # request for memory, none for CPU, as Run:AI), and a fractional GPU asked by memory
+    # (R3.4/R5.5: `gpus` is then the share of the smallest device it stands for).
+    cpu_millis = models.PositiveIntegerField(default=0)
+    memory_mib = models.PositiveIntegerField(default=0)
+    cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
+    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
+    gpu_memory_mib = models.PositiveIntegerField(null=True, blank=True)
     priority = models.IntegerField(null=True, blank=True)
     image = models.CharField(max_length=512, blank=True, default="")
     command = models.JSONField(default=list, blank=True)
@@ -122,7 +132,13 @@ class Job(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="job_project_name"),
-            models.CheckConstraint(condition=models.Q(gpus__gt=0), name="job_gpus_gt_0"),
+            # gpus == 0 is a CPU-only job (issue 26), which must then ask for CPU or memory
+            models.CheckConstraint(
+                condition=models.Q(gpus__gt=0)
+                | models.Q(cpu_millis__gt=0, gpus=0)
+                | models.Q(memory_mib__gt=0, gpus=0),
+                name="job_gpus_or_cpu",
+            ),
             models.CheckConstraint(condition=models.Q(pods__gte=1), name="job_pods_gte_1"),
         ]
         indexes = [

@@ -116,12 +116,15 @@ def _placement(stored: list[dict]) -> tuple[PodPlacement, ...]:
 def load_nodes() -> tuple[Node, ...]:
     """Every node (R2.6: the scheduler itself leaves out nodes that are not ready)."""
     rows = NodeRow.objects.order_by("name").values_list(
-        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable", "cordoned_in_cluster"
-    )
+        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable", "cordoned_in_cluster",
+        "cpu_millis", "memory_mib", "failed_devices", "failed_in_cluster",
+    )  # fmt: skip
     return tuple(
-        Node(name, gpus, memory, pool, ready, schedulable and not cordoned)
-        for name, gpus, memory, pool, ready, schedulable, cordoned in rows
-    )
+        Node(name, gpus, memory, pool, ready, schedulable and not cordoned, cpu_millis=cpu,
+             memory_mib=ram, failed_devices=tuple(sorted({*marked, *reported})))
+        for name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported
+        in rows
+    )  # fmt: skip
 
 
 def _seconds(value) -> float | None:
@@ -151,19 +154,20 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
-        *MIN_RUNTIME_FIELDS,
+        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_mib",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
-        reclaim, preempt = policies[2 * count :]
+        reclaim, preempt, cpu_limit, memory_limit = policies[2 * count :]
         if department is not None and department not in departments:
             continue
         projects.append(
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
-                    preempt_min_runtime_s=_seconds(preempt))
+                    preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
+                    memory_limit_mib=memory_limit)
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos
@@ -182,7 +186,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "id", "project_id", "name", "type", "gpus", "pods", "priority", "status",
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
-            "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s", named=True,
+            "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
+            "cpu_millis", "memory_mib", "gpu_memory_mib", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -197,7 +202,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             placement=pods, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
             expected_end=row.expected_end if started is not None else None,
-            attained_gpu_s=row.held_gpu_s,
+            attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_mib=row.memory_mib,
+            gpu_memory_mib=row.gpu_memory_mib,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(

@@ -134,6 +134,13 @@ class Project(models.Model):
     # Minimum run time before eviction (R7.4); None: as its department says, else the cluster's
     reclaim_min_runtime_s = min_runtime_field(RECLAIM_HELP)
     preempt_min_runtime_s = min_runtime_field(PREEMPT_HELP)
+    # CPU (millicores) and memory (MiB) per pod for jobs that do not say (None: the cluster's
+    # ALLOT_DEFAULT_CPU / ALLOT_DEFAULT_MEMORY), and the most the project's running jobs may hold
+    # together (None: no limit; like `limit`, R3.1; fair share stays in GPUs) - issue 26.
+    default_cpu_millis = models.PositiveIntegerField(null=True, blank=True)
+    default_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
+    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from rest_framework import serializers
 
 from portal.api.serializers.jobs import _no_django_validation_error
+from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import MAX_GPUS_PER_NODE, Node
 from portal.core.validators import validate_dns_label, validate_dns_subdomain
 from portal.jobs.models import HOLDING, Job
@@ -26,16 +27,30 @@ def device_use(jobs: Iterable[Job] | None = None) -> dict[str, dict[int, list[tu
 
 
 def devices_of(node: Node, use: dict, visible=lambda job: True) -> list[dict]:
-    """Each device of `node`: its index, the share allocated and the visible jobs on it."""
-    on_node = use.get(node.name, {})
+    """Each device of `node`: its index, the share allocated, the visible jobs on it and
+    whether it is marked failed (issue 26)."""
+    on_node, failed = use.get(node.name, {}), set(node.out_of_service)
     return [
         {
             "index": index,
             "allocated": round(sum(share for _, share in on_node.get(index, [])), 3),
             "jobs": [str(job) for job, _ in on_node.get(index, []) if visible(job)],
+            "failed": index in failed,
         }
         for index in range(node.gpus)
     ]
+
+
+def node_requests(jobs: Iterable[Job] | None = None) -> dict[str, tuple[int, int]]:
+    """node name -> (millicores, MiB) the pods placed there request (issue 26)."""
+    if jobs is None:
+        jobs = Job.objects.filter(status__in=HOLDING)
+    held: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for job in jobs:
+        for pod in job.placed_pods:
+            held[pod.node][0] += job.cpu_millis
+            held[pod.node][1] += job.memory_mib
+    return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
 
 
 class NodeSerializer(serializers.ModelSerializer):
@@ -51,7 +66,25 @@ class NodeSerializer(serializers.ModelSerializer):
         default="default",
         validators=[_no_django_validation_error(validate_dns_label)],
     )
+    cpu = QuantityField(
+        "cpu",
+        source="cpu_millis",
+        help_text="allocatable CPU, e.g. 64 or 63500m (null: not tracked)",
+    )
+    memory = QuantityField(
+        "memory",
+        source="memory_mib",
+        help_text="allocatable memory, e.g. 512Gi (null: not tracked)",
+    )
+    failed_devices = serializers.ListField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_GPUS_PER_NODE - 1),
+        max_length=MAX_GPUS_PER_NODE, required=False,
+        help_text="indexes of GPUs out of service: nothing is placed on them and the jobs on "
+        "them are moved or stopped by the next cycle",
+    )  # fmt: skip
     allocated_gpus = serializers.SerializerMethodField()
+    allocated_cpu_millis = serializers.SerializerMethodField()
+    allocated_memory_mib = serializers.SerializerMethodField()
     devices = serializers.SerializerMethodField()
 
     class Meta:
@@ -63,11 +96,19 @@ class NodeSerializer(serializers.ModelSerializer):
             "pool",
             "ready",
             "schedulable",
+            "cpu",
+            "cpu_millis",
+            "memory",
+            "memory_mib",
+            "failed_devices",
+            "failed_in_cluster",
             "allocated_gpus",
+            "allocated_cpu_millis",
+            "allocated_memory_mib",
             "devices",
             "created_at",
         ]
-        read_only_fields = ["created_at"]
+        read_only_fields = ["created_at", "cpu_millis", "memory_mib", "failed_in_cluster"]
 
     def _devices(self, node: Node) -> list[dict]:
         use = self.context.get("device_use")
@@ -80,6 +121,31 @@ class NodeSerializer(serializers.ModelSerializer):
 
     def get_allocated_gpus(self, node: Node) -> float:
         return round(sum(device["allocated"] for device in self._devices(node)), 3)
+
+    def get_allocated_cpu_millis(self, node: Node) -> int:
+        return self._requests().get(node.name, (0, 0))[0]
+
+    def get_allocated_memory_mib(self, node: Node) -> int:
+        return self._requests().get(node.name, (0, 0))[1]
+
+    def _requests(self) -> dict[str, tuple[int, int]]:
+        use = self.context.get("node_requests")
+        if use is None:
+            use = self.context["node_requests"] = node_requests()
+        return use
+
+    def validate_failed_devices(self, devices: list[int]) -> list[int]:
+        return sorted(set(devices))
+
+    def validate(self, attrs: dict) -> dict:
+        gpus = attrs.get("gpus", getattr(self.instance, "gpus", 0))
+        failed = attrs.get("failed_devices", getattr(self.instance, "failed_devices", []))
+        beyond = [index for index in failed if index >= gpus]
+        if beyond:
+            raise serializers.ValidationError({"failed_devices": [
+                f"device {beyond[0]} does not exist: the node has {gpus} GPUs (0 to {gpus - 1})"
+            ]})  # fmt: skip
+        return attrs
 
     def validate_name(self, name: str) -> str:
         if self.instance is not None and name != self.instance.name:

@@ -7,7 +7,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
-from django.db.models import Max, Sum
+from django.db.models import Max, Min, Sum
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -15,10 +15,14 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
 from portal import access
+from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
+from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
 from portal.scheduling.agent import job_urls
+from portal.tenancy.models import Project
+from scheduler.quantity import cores_text, memory_text
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]*$")
@@ -26,12 +30,16 @@ CENT = Decimal("0.01")
 # Train jobs stay below the build class (100) whatever their priority, so they stay preemptible.
 PRIORITY_MIN, PRIORITY_MAX = -50, 49
 ESTIMATE_MAX_S = 365 * 24 * 3600  # a run-time estimate of at most a year
+ZERO_GPUS = "must be greater than 0, or 0 for a CPU-only job that asks for cpu or memory"
+# Requests and limits per pod (issue 26): the write-only quantity fields, the model's columns
+RESOURCES = {"cpu": "cpu_millis", "memory": "memory_mib", "cpu_limit": "cpu_limit_millis",
+             "memory_limit": "memory_limit_mib", "gpu_memory": "gpu_memory_mib"}  # fmt: skip
 # Job fields whose stored value is already what DRF's field would show (str, int, bool, None,
 # and lists and maps of those); the rest (times, GPUs, volumes, computed fields) go through DRF.
 STORED_AS_SHOWN = frozenset({
     "name", "type", "pods", "priority", "image", "command", "args", "environment", "ports",
     "service_type", "sim_duration_s", "estimate_s", "status", "placement", "pending_reason",
-    "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start",
+    "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start", *RESOURCES.values(),
 })  # fmt: skip
 
 
@@ -53,16 +61,17 @@ dns_label = _no_django_validation_error(validate_dns_label)
 mount_path = _no_django_validation_error(validate_mount_path)
 
 
-@extend_schema_field({"type": "number", "minimum": 0, "exclusiveMinimum": True, "multipleOf": 0.01})
+@extend_schema_field({"type": "number", "minimum": 0, "multipleOf": 0.01})
 class GpusField(serializers.Field):
-    """GPUs per pod: a JSON number, 0 < g < 1 in steps of 0.01, or a whole number >= 1.
+    """GPUs per pod: a JSON number, 0 < g < 1 in steps of 0.01, or a whole number >= 1; 0 for a
+    CPU-only job (issue 26: the serializer checks it asks for CPU or memory).
 
     The upper bound (the largest node) needs the database and is checked by the serializer.
     """
 
     default_error_messages = {
         "type": "must be a number, not {kind}",
-        "positive": "must be greater than 0",
+        "positive": ZERO_GPUS,
         "step": "a fraction of a GPU must be a multiple of 0.01 (0.01 to 0.99)",
         "whole": "1 GPU or more must be a whole number of devices (R5.3)",
         "finite": "must be a finite number",
@@ -73,8 +82,10 @@ class GpusField(serializers.Field):
             self.fail("type", kind=type(data).__name__ if data is not None else "null")
         if isinstance(data, float) and not math.isfinite(data):
             self.fail("finite")
-        if data <= 0:
+        if data < 0:
             self.fail("positive")
+        if data == 0:
+            return Decimal(0)
         if data < 1:
             try:
                 value = Decimal(repr(data))
@@ -109,8 +120,23 @@ class JobSerializer(serializers.ModelSerializer):
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
     user = serializers.SerializerMethodField()
     type = serializers.ChoiceField(choices=JobType.choices, default=JobType.TRAIN)
-    gpus = GpusField()
+    gpus = GpusField(required=False)
     pods = serializers.IntegerField(min_value=1, max_value=1024, default=1)
+    cpu = QuantityField(
+        "cpu",
+        source="cpu_millis",
+        help_text="CPU per pod, e.g. 2 or 500m (default: the project's, else the cluster's)",
+    )
+    memory = QuantityField("memory", source="memory_mib", help_text="memory per pod, e.g. 16Gi")
+    cpu_limit = QuantityField("cpu", source="cpu_limit_millis", help_text="CPU limit per pod")
+    memory_limit = QuantityField(
+        "memory", source="memory_limit_mib", help_text="memory limit per pod"
+    )
+    gpu_memory = QuantityField(
+        "memory",
+        source="gpu_memory_mib",
+        help_text="a fraction of one GPU by its memory, e.g. 20Gi, instead of gpus (R5.5)",
+    )
     priority = serializers.IntegerField(
         min_value=PRIORITY_MIN, max_value=PRIORITY_MAX, allow_null=True, required=False
     )
@@ -185,6 +211,12 @@ class JobSerializer(serializers.ModelSerializer):
             "type",
             "gpus",
             "pods",
+            "cpu",
+            "memory",
+            "cpu_limit",
+            "memory_limit",
+            "gpu_memory",
+            *RESOURCES.values(),
             "priority",
             "image",
             "command",
@@ -215,6 +247,7 @@ class JobSerializer(serializers.ModelSerializer):
             "warnings",
         ]
         read_only_fields = [
+            *RESOURCES.values(),
             "status",
             "placement",
             "submitted_at",
@@ -310,13 +343,17 @@ class JobSerializer(serializers.ModelSerializer):
         that together need more GPUs than the whole cluster has (issue 22 item 8). A pod larger
         than every node today is accepted with a warning and waits for a node to join (issue 24
         item 10: nodes come and go, as in Run:AI and KAI); whether there is room today is the
-        scheduler's question, not a 400."""
+        scheduler's question, not a 400. CPU, memory and GPU memory (issue 26) take their
+        defaults here, and are checked the same way."""
         if "cluster_gpus" not in self.context:  # once per request, however many jobs
             self.context["cluster_gpus"] = Node.objects.aggregate(
-                largest=Max("gpus"), total=Sum("gpus")
-            )
-        largest = self.context["cluster_gpus"]["largest"] or 0
-        total = self.context["cluster_gpus"]["total"] or 0
+                largest=Max("gpus"), total=Sum("gpus"), smallest_memory=Min("gpu_memory_mib"),
+                largest_memory=Max("gpu_memory_mib"), cpu=Max("cpu_millis"),
+                memory=Max("memory_mib"),
+            )  # fmt: skip
+        cluster = self.context["cluster_gpus"]
+        self._resolve_resources(attrs, cluster)
+        largest, total = cluster["largest"] or 0, cluster["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)
         cap = settings.ALLOT_MAX_GPUS_PER_POD
         if gpus > cap:
@@ -329,14 +366,79 @@ class JobSerializer(serializers.ModelSerializer):
                 f"{pods} pods of {float(gpus):g} GPUs need {float(gpus * pods):g} GPUs, more "
                 f"than the whole cluster has ({total})"
             ]})  # fmt: skip
+        warnings = []
         if gpus > largest:
-            project = attrs.get("project")
-            key = (getattr(project, "name", project), attrs.get("name"))
-            self.context.setdefault("warnings", {})[key] = [
+            warnings.append(
                 f"no node has {float(gpus):g} GPUs today (the largest has {largest}): the job "
                 "waits until one joins"
-            ]
+            )
+        warnings += _larger_than_every_node(attrs, cluster)
+        if warnings:
+            project = attrs.get("project")
+            key = (getattr(project, "name", project), attrs.get("name"))
+            self.context.setdefault("warnings", {})[key] = warnings
         return attrs
+
+    def _resolve_resources(self, attrs: dict, cluster: dict) -> None:
+        """Defaults for what the job leaves out, `gpus` of a request by GPU memory, and the
+        checks that need several fields: limits not under requests, a CPU-only job asks for
+        something, GPU memory instead of (not with) gpus."""
+        project = attrs.get("project")
+        if isinstance(project, Project):
+            attrs["cpu_millis"] = resources.request_with_default(
+                attrs.get("cpu_millis"), attrs.get("cpu_limit_millis"),
+                resources.default_cpu_millis(project),
+            )  # fmt: skip
+            attrs["memory_mib"] = resources.request_with_default(
+                attrs.get("memory_mib"), attrs.get("memory_limit_mib"),
+                resources.default_memory_mib(project),
+            )  # fmt: skip
+        for request, limit, name in (("cpu_millis", "cpu_limit_millis", "cpu"),
+                                     ("memory_mib", "memory_limit_mib", "memory")):  # fmt: skip
+            if attrs.get(limit) is not None and attrs.get(request, 0) > attrs[limit]:
+                raise serializers.ValidationError(
+                    {f"{name}_limit": [f"must be at least the {name} request"]}
+                )
+        gpu_memory = attrs.get("gpu_memory_mib")
+        if gpu_memory is not None:
+            if "gpus" in attrs:
+                raise serializers.ValidationError(
+                    {"gpu_memory": ["give gpus or gpu_memory, not both"]}
+                )
+            if gpu_memory == 0:
+                raise serializers.ValidationError({"gpu_memory": ["must be more than 0"]})
+            attrs["gpus"] = resources.gpu_memory_share(gpu_memory, cluster["smallest_memory"])
+        if "gpus" not in attrs:
+            raise serializers.ValidationError({"gpus": ["This field is required."]})
+        if attrs["gpus"] == 0 and not (attrs.get("cpu_millis") or attrs.get("memory_mib")):
+            raise serializers.ValidationError({"gpus": [ZERO_GPUS]})
+
+
+def _larger_than_every_node(attrs: dict, cluster: dict) -> list[str]:
+    """Warnings for requests no node can hold today (nodes that track the resource)."""
+    warnings = []
+    cpu, memory, gpu_memory = (
+        attrs.get("cpu_millis"),
+        attrs.get("memory_mib"),
+        attrs.get("gpu_memory_mib"),
+    )
+    if cpu and cluster["cpu"] is not None and cpu > cluster["cpu"]:
+        warnings.append(
+            f"no node has {cores_text(cpu)} allocatable today (the largest has "
+            f"{cores_text(cluster['cpu'])}): the job waits until one joins"
+        )
+    if memory and cluster["memory"] is not None and memory > cluster["memory"]:
+        warnings.append(
+            f"no node has {memory_text(memory)} memory allocatable today (the largest has "
+            f"{memory_text(cluster['memory'])}): the job waits until one joins"
+        )
+    largest_device = cluster["largest_memory"]
+    if gpu_memory and largest_device is not None and gpu_memory > largest_device:
+        warnings.append(
+            f"no GPU has {memory_text(gpu_memory)} memory today (the largest has "
+            f"{memory_text(largest_device)}): the job waits until one joins"
+        )
+    return warnings
 
 
 class JobEventSerializer(serializers.ModelSerializer):

@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from portal.api.serializers.jobs import dns_label
+from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 from portal.tenancy.models import (
@@ -63,6 +64,26 @@ class ProjectSerializer(serializers.ModelSerializer):
     stuck_stop_after_s = serializers.IntegerField(**SECONDS)
     reclaim_min_runtime_s = serializers.IntegerField(help_text=RECLAIM_HELP, **MIN_RUNTIME)
     preempt_min_runtime_s = serializers.IntegerField(help_text=PREEMPT_HELP, **MIN_RUNTIME)
+    default_cpu = QuantityField(
+        "cpu",
+        source="default_cpu_millis",
+        help_text="CPU per pod for jobs that do not say (null: the cluster's default)",
+    )
+    default_memory = QuantityField(
+        "memory",
+        source="default_memory_mib",
+        help_text="memory per pod for jobs that do not say (null: the cluster's)",
+    )
+    cpu_limit = QuantityField(
+        "cpu",
+        source="cpu_limit_millis",
+        help_text="the most CPU the project's running jobs hold together (null: no limit)",
+    )
+    memory_limit = QuantityField(
+        "memory",
+        source="memory_limit_mib",
+        help_text="the most memory the project's running jobs hold together (null: none)",
+    )
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -86,13 +107,28 @@ class ProjectSerializer(serializers.ModelSerializer):
             "stuck_stop_after_s",
             "reclaim_min_runtime_s",
             "preempt_min_runtime_s",
+            "default_cpu",
+            "default_memory",
+            "cpu_limit",
+            "memory_limit",
+            "default_cpu_millis",
+            "default_memory_mib",
+            "cpu_limit_millis",
+            "memory_limit_mib",
             "allocated_gpus",
             "fair_share",
             "running_jobs",
             "pending_jobs",
             "created_at",
         ]
-        read_only_fields = ["fair_share", "created_at"]
+        read_only_fields = [
+            "fair_share",
+            "created_at",
+            "default_cpu_millis",
+            "default_memory_mib",
+            "cpu_limit_millis",
+            "memory_limit_mib",
+        ]
 
     def get_allocated_gpus(self, project: Project) -> float:
         return round(float(getattr(project, "allocated", None) or 0), 3)

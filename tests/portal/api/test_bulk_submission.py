@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from portal.api.serializers.jobs import BULK_MAX
+from portal.api.serializers.jobs import BULK_MAX, ZERO_GPUS
 from portal.cluster.models import Node
 from portal.jobs.models import Job, JobEvent, Status
 
@@ -52,7 +52,7 @@ def test_one_bad_job_rejects_the_whole_sweep_and_names_it(api, member, node):
     body["jobs"][1]["gpus"] = -1
     response = api(member).post(URL, body, format="json")
     assert response.status_code == 400
-    assert response.json()["jobs"] == {"1": {"gpus": ["must be greater than 0"]}}
+    assert response.json()["jobs"] == {"1": {"gpus": [ZERO_GPUS]}}
     assert not Job.objects.exists()
 
 
