@@ -168,7 +168,11 @@ class Room:
             self.counted[name] = after
 
     def enough(self) -> bool:
-        """Whether the count covers the job (R8.2)."""
+        """Whether the count covers the job (R8.2). A GPU-memory request takes a smaller share
+        of a larger device than its accounting fraction (R3.4, R5.5): no GPU count is a
+        necessary condition for it, so only the simulation decides."""
+        if self.job.gpu_memory_mib is not None:
+            return True
         if not self.job.whole:
             return self.count >= self.job.milli_total
         return self.count >= self.job.pods

@@ -296,3 +296,15 @@ def test_r5_1_no_node_is_ever_over_committed_in_cpu_or_memory_nor_uses_a_failed_
     for name, node in nodes.items():
         assert node.cpu_millis is None or cpu[name] <= node.cpu_millis
         assert node.memory_mib is None or memory[name] <= node.memory_mib
+
+
+def test_r9_6_a_job_asking_less_cpu_or_memory_than_one_that_failed_is_still_tried():
+    from scheduler.actions.signatures import FailedJobs
+
+    failed = FailedJobs()
+    failed.add(Job("team-a", "hungry", 1, cpu_millis=8_000, memory_mib=4_096))
+    assert failed.skip(Job("team-a", "same", 1, cpu_millis=8_000, memory_mib=4_096))
+    assert not failed.skip(Job("team-a", "fewer-cores", 1, cpu_millis=4_000, memory_mib=4_096))
+    assert not failed.skip(Job("team-a", "less-memory", 1, cpu_millis=8_000, memory_mib=1_024))
+    assert not failed.skip(Job("team-a", "by-memory", 1, gpu_memory_mib=40_960, cpu_millis=8_000,
+                               memory_mib=4_096))  # fmt: skip
