@@ -81,6 +81,12 @@ bench-dashboards: $(STAMP)
 bench-eta: $(STAMP)
 	$(PY) benchmarks/eta_bench.py
 
+# Issue 24 item 1: "Launch Jupyter" click to a cell's output in Chromium through the portal as
+# `make run` serves it, 10 first visits; median and p90 per phase (`--profile DIR` keeps HARs).
+.PHONY: bench-jupyter
+bench-jupyter: $(STAMP)
+	$(PY) benchmarks/jupyter_bench.py --runs 10
+
 # KAI's scale test on a real control plane (a lab of 500 KWOK nodes x 8 GPUs) with Allot as the
 # scheduler on PostgreSQL + Redis + Celery (both must be running): 4,000 jobs, then a reclaim of
 # the same shape; times to all pods Running by the API server's count, CPU per part.

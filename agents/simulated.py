@@ -16,6 +16,7 @@ import contextlib
 import math
 import random
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import replace
@@ -55,12 +56,16 @@ class SimulatedAgent:
         start_delay_s: float = 0.0,
         clock: Clock = utc_now,
         sessions: LocalSessions | None = None,
+        on_session_ready: Callable[[], None] | None = None,
     ):
         if start_delay_s < 0:
             raise ValueError(f"start_delay_s must be >= 0, got {start_delay_s}")
         self.start_delay_s = start_delay_s
         self.clock = clock
         self.sessions = sessions  # real local Jupyter servers for interactive port-8888 jobs
+        # called once when a session started here first answers (the portal asks for a cycle,
+        # so the job says Running then, not at the cycle's next tick)
+        self.on_session_ready = on_session_ready
         self._jobs: dict[JobKey, JobSpec] = {}
         self._lock = threading.Lock()
 
@@ -73,6 +78,24 @@ class SimulatedAgent:
         if self.has_session(job):  # a refusal is the job's failure, reported by `status`
             with contextlib.suppress(SessionNotStarted):
                 self.sessions.start(job.project, job.name, job.environment, job.user)
+                if self.on_session_ready is not None:
+                    threading.Thread(target=self._await_ready, args=(job,), daemon=True,
+                                     name=f"allot-ready-{job.name}"[:60]).start()  # fmt: skip
+
+    def _await_ready(self, job: JobSpec, every_s: float = 0.05, patience_s: float = 300.0) -> None:
+        """Ask the job's server every `every_s` until it answers, then call `on_session_ready`;
+        give up when the job is stopped or replaced, its server is gone, or after `patience_s`."""
+        deadline = time.monotonic() + patience_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._jobs.get(job.key) != job:
+                    return
+            if self.sessions.ready(*job.key):
+                self.on_session_ready()
+                return
+            if self.sessions.get(*job.key) is None:
+                return  # it exited or was stopped: `status` says why
+            time.sleep(every_s)
 
     def stop(self, project: str, name: str) -> None:
         """Forget the job (and stop its Jupyter server); unknown jobs are ignored."""
@@ -140,13 +163,18 @@ class SimulatedAgent:
         return "Running"
 
     def status(self, job: JobSpec, now: datetime | None = None) -> JobStatus:
-        """The job's phase, per-pod phases, progress and synthetic utilization at `now`."""
+        """The job's phase, per-pod phases, progress and synthetic utilization at `now`. A job
+        with a real Jupyter server is Running exactly when its server answers (the server's own
+        start stands for the container's, so the simulated start delay is not added to it)."""
         now = now or self.clock()
         phase = self.phase(job, now)
         message = ""
-        if phase == "Running" and self.has_session(job) and not self.sessions.ready(*job.key):
-            message = self.sessions.failure(*job.key) or ""
-            phase = "Failed" if message else "ContainerCreating"  # (not answering yet)
+        if phase != "Succeeded" and self.has_session(job):
+            if self.sessions.ready(*job.key):
+                phase = "Running"
+            else:
+                message = self.sessions.failure(*job.key) or ""
+                phase = "Failed" if message else "ContainerCreating"  # (not answering yet)
         pods = tuple(PodStatus(i, pod.node, phase) for i, pod in enumerate(job.placement))
         return JobStatus(
             project=job.project,

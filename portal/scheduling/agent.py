@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from agents.base import Agent, JobSpec, PodSpec
 from agents.sessions import LocalSessions
 from agents.simulated import SimulatedAgent
+from portal.core import trigger
 from portal.jobs import placement
 
 _agent: Agent | None = None
@@ -49,7 +50,8 @@ def _build_agent(kind: str) -> Agent:
             if settings.ALLOT_SIM_JUPYTER
             else None
         )
-        return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions)
+        return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions,
+                              on_session_ready=trigger.request_cycle)  # fmt: skip
     if kind == "kubernetes":
         return _kubernetes_agent()
     raise ImproperlyConfigured(f"ALLOT_AGENT={kind!r}: choose simulated or kubernetes")

@@ -21,6 +21,7 @@ from django.utils.timesince import timesince
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException
 
+from agents.sessions import session_path
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
 from portal.jobs import queries, services
@@ -37,7 +38,8 @@ from portal.jobs.models import (
 )
 from portal.jobs.queries import ACTIVE_STATUSES, HISTORY_FILTERS
 from portal.scheduling import lifecycle
-from portal.scheduling.agent import job_urls
+from portal.scheduling.agent import get_agent, job_urls
+from portal.web import session_steps
 from portal.web.forms import (
     DURATION,
     ENV,
@@ -51,6 +53,7 @@ from portal.web.forms import (
     field_errors,
     form_input,
 )
+from portal.web.sessions import open_later, take_open
 from scheduler.bands import band_for
 
 JOB_FIELDS = {
@@ -171,6 +174,8 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
             if job is not None:
                 messages.success(request, f"Jupyter {job.name} is starting.")
                 return redirect("job-detail", project=job.project.name, name=job.name)
+                lab = session_path(job.project.name, job.name) + "lab"
+                open_later(request, job.project.name, job.name, lab)  # the page opens it
     context = {"page": "jobs", "values": values, "errors": errors, "projects": projects}
     return render(request, "web/jupyter_form.html", context)
 
@@ -184,13 +189,17 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     now = timezone.now()
     chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
     return render(
+    jupyter = job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
+    session_url = (session_path(project, name) if jupyter
+                   and access.can_open_session(request.user, job) else None)  # fmt: skip
+    starting, open_at = _session_progress(request, job) if session_url else (None, "")
+    if open_at and starting is None and job.holds_gpus:
+        return redirect(open_at)  # launched, and the lab answers already
         request,
         "web/job_detail.html",
         {"page": "jobs", "job": job, "events": events,
          "urls": job_urls(job) if job.holds_gpus and job.ports else [],
-         "session_url": f"/sessions/{job.project.name}/{job.name}/"
-         if job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
-         and access.can_open_session(request.user, job) else None,
+         "session_url": session_url, "starting": starting, "open_at": open_at,
          "extend": access.extend_action(request.user, job),
          "can_stop": access.can_submit(request.user, job.project), "active_statuses": ACTIVE,
          "service": _service(job), "waiting": _waiting(job, runs[-1] if runs else None, now),
@@ -201,6 +210,18 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
 
 
 def _waiting(job, last, now) -> str:
+def _session_progress(request: HttpRequest, job) -> tuple[dict | None, str]:
+    """(the steps of a Jupyter session on its way, or None when its lab answers or the job is
+    over; where to go once it answers, when the user launched it or opened the lab early)."""
+    open_at = take_open(request, job.project.name, job.name)
+    if job.status not in ACTIVE:
+        return None, ""
+    sessions = get_agent().sessions
+    session = sessions.get(job.project.name, job.name) if sessions is not None else None
+    progress = session_steps.progress(job, session)
+    return (None if progress["answering"] else progress), open_at
+
+
     """For a pending job whose last run was evicted: "preempted 3 minutes ago by team-a's
     reclaim, run 2 waits since 12:04"; else ""."""
     if job.status != Status.PENDING or last is None or last.end != RunEnd.EVICTED:

@@ -11,6 +11,12 @@ sessions through): under the simulated agent a local JupyterLab (`agents.session
 Kubernetes the pod's port 8888, reached through the job's Service (step 6). An agent that runs no
 sessions leaves the page waiting.
 
+Speed (issue 24 item 1): one HTTP client per event loop, its connections kept alive, serves
+every request (a new client costs ~45 ms of the loop's time to build its TLS context, and
+JupyterLab's first page asks for ~100 files). A visit to the lab while it is not up yet goes to
+the job's page, which shows how far the session is and opens the lab when it answers
+(`portal.web.session_steps`); JupyterLab's own requests then get a plain 503 to retry.
+
 Cross-site writes: the proxy adds the server's token, which switches Jupyter's own XSRF check
 off, and Jupyter's requests carry no Django CSRF token, so the proxy checks the origin itself: a
 request that may change state (not GET, HEAD, OPTIONS or TRACE) must come from the portal's own
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import weakref
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -32,11 +39,12 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect
 from django.views.decorators.csrf import csrf_exempt
 
-from agents.sessions import Session
+from agents.sessions import Session, session_path
 from portal import access
+from portal.jobs.models import ACTIVE
 from portal.scheduling.agent import get_agent
 
 HOP_BY_HOP = frozenset({
@@ -46,6 +54,17 @@ HOP_BY_HOP = frozenset({
 PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the notebook server
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
+_clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its client
+
+
+def _client() -> httpx.AsyncClient:
+    """This event loop's client to the sessions' servers (built once: see "Speed" above)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = _clients[loop] = httpx.AsyncClient(timeout=TIMEOUT, limits=LIMITS)
+    return client
 
 
 def find_session(user, project: str, name: str) -> tuple[object, Session | None]:
@@ -110,17 +129,14 @@ async def session_proxy(request: HttpRequest, project: str, name: str, path: str
     job, session = await sync_to_async(find_session)(user, project, name)
     if session is None or not job.holds_gpus:
         return await sync_to_async(_not_running)(request, job)
-    client = httpx.AsyncClient(timeout=TIMEOUT)
     try:
-        upstream = await _send(client, request, session)
-    except httpx.ConnectError:  # restarting: the waiting page retries by itself
-        await client.aclose()
+        upstream = await _send(_client(), request, session)
+    except httpx.ConnectError:  # (re)starting: the job's page waits for it
         return await sync_to_async(_not_running)(request, job)
     except httpx.HTTPError as exc:
-        await client.aclose()
         return HttpResponse(f"The Jupyter server of {project}/{name} did not answer: {exc}",
                             status=502, content_type="text/plain")  # fmt: skip
-    return await _answer(client, upstream, session.token)
+    return await _answer(upstream, session.token)
 
 
 def upstream_url(request: HttpRequest, session: Session) -> str:
@@ -141,35 +157,34 @@ async def _send(client: httpx.AsyncClient, request: HttpRequest, session: Sessio
     )  # fmt: skip
 
 
-async def _answer(client: httpx.AsyncClient, upstream: httpx.Response, token: str):
+async def _answer(upstream: httpx.Response, token: str):
     """The server's answer for the browser, its hop-by-hop headers dropped: a page whole and
     without the token, anything else streamed as it comes."""
     if upstream.headers.get("content-type", "").startswith("text/html"):
-        response = await _page(client, upstream, token)
+        response = await _page(upstream, token)
     else:
-        response = StreamingHttpResponse(_body(client, upstream), status=upstream.status_code)
+        response = StreamingHttpResponse(_body(upstream), status=upstream.status_code)
     for key, value in upstream.headers.multi_items():
         if key.lower() not in HOP_BY_HOP:
             response.headers[key] = value  # (Set-Cookie: the last one wins, Jupyter sets one)
     return response
 
 
-async def _page(client: httpx.AsyncClient, upstream: httpx.Response, token: str) -> HttpResponse:
+async def _page(upstream: httpx.Response, token: str) -> HttpResponse:
     """A whole HTML page, read and closed, without the server's token."""
     page = await upstream.aread()
     await upstream.aclose()
-    await client.aclose()
     return HttpResponse(_without_token(page, token), status=upstream.status_code)
 
 
-async def _body(client: httpx.AsyncClient, upstream: httpx.Response):
-    """The answer's body as it arrives; the connection closes when it ends or the browser goes."""
+async def _body(upstream: httpx.Response):
+    """The answer's body as it arrives; the connection goes back to the pool when it ends (or
+    is dropped when the browser goes first)."""
     try:
         async for chunk in upstream.aiter_raw():
             yield chunk
     finally:
         await upstream.aclose()
-        await client.aclose()
 
 
 def _without_token(page: bytes, token: str) -> bytes:
@@ -179,7 +194,34 @@ def _without_token(page: bytes, token: str) -> bytes:
 
 
 def _not_running(request: HttpRequest, job) -> HttpResponse:
-    return render(request, "web/session_waiting.html", {"job": job}, status=503)
+    """No server answers (yet): a person opening the lab goes to the job's page, which opens it
+    when it answers; JupyterLab's own requests get a 503 to try again."""
+    project, name = job.project.name, job.name
+    if request.method == "GET" and _navigation(request):
+        open_later(request, project, name, request.get_full_path())
+        return redirect("job-detail", project=project, name=name)
+    state = "is not answering yet" if job.status in ACTIVE else "does not run"
+    response = HttpResponse(f"The Jupyter server of {project}/{name} {state} ({job.status}).",
+                            status=503, content_type="text/plain")  # fmt: skip
+    response["Retry-After"] = "1"
+    return response
+
+
+def _navigation(request: HttpRequest) -> bool:
+    """True when a person's browser opens the address (not a script's or JupyterLab's fetch)."""
+    mode = request.headers.get("Sec-Fetch-Mode")
+    return mode == "navigate" or (mode is None and "text/html" in request.headers.get("Accept", ""))
+
+
+def open_later(request: HttpRequest, project: str, name: str, path: str) -> None:
+    """Have the job's page open `path` (in the job's session) once the lab answers."""
+    if path.startswith(session_path(project, name)):
+        request.session[f"allot-open:{project}/{name}"] = path
+
+
+def take_open(request: HttpRequest, project: str, name: str) -> str:
+    """Where the job's page should go once the lab answers (asked once), or ""."""
+    return request.session.pop(f"allot-open:{project}/{name}", "")
 
 
 class SessionProxyConsumer(AsyncWebsocketConsumer):

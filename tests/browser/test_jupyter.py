@@ -44,8 +44,7 @@ def test_a_researcher_runs_6_times_7_in_jupyter_through_the_portal(
     page.get_by_label("GPUs").fill("0.5")
     launched = time.monotonic()
     page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url(server.url + "/jobs/team-e/jupyter-bob/")
-    page.locator("#open-session").click()
+    page.wait_for_url(server.url + "/jobs/team-e/jupyter-bob/")  # it opens the lab by itself
     page.wait_for_url("**/sessions/team-e/jupyter-bob/lab**", timeout=30_000)
     page.locator("#jupyter-config-data").wait_for(state="attached", timeout=30_000)
     print(f"JupyterLab page served {time.monotonic() - launched:.1f} s after Launch")
@@ -91,13 +90,14 @@ def test_a_researcher_runs_6_times_7_in_jupyter_through_the_portal(
     page.goto(server.url + "/jobs/team-e/jupyter-bob/")
     stopped = time.monotonic()
     page.get_by_role("button", name="Stop").click()
-    page.wait_for_url(server.url + "/jobs/")
+    page.wait_for_url(server.url + "/jobs/team-e/jupyter-bob/")  # Stopped, resumable
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _alive(session.pid):
         time.sleep(0.05)
     assert not _alive(session.pid), "the Jupyter server still runs after Stop"
     print(f"Jupyter stopped {time.monotonic() - stopped:.2f} s after Stop")
-    assert page.request.get(server.url + "/sessions/team-e/jupyter-bob/lab").status == 404
+    after = page.request.get(server.url + "/sessions/team-e/jupyter-bob/lab")
+    assert after.status == 503 and "does not run (Stopped)" in after.text()
 
 
 def _alive(pid: int) -> bool:
@@ -141,6 +141,55 @@ def test_a_file_written_in_jupyterlab_survives_stop_and_relaunch(
     print(f"launched {first}, stopped it, launched {second}: kept.txt was there")
 
 
+def test_the_waiting_page_shows_its_steps_logs_no_errors_and_running_comes_with_the_lab(
+    page, server, member, nodes, artifacts, settings
+):
+    """Issue 24 item 1: after "Launch Jupyter" the job's page shows the session's steps while it
+    starts, logs nothing in the console, and opens the lab; the job says Running when the lab
+    answers (within a second), not at some later tick."""
+    from portal.jobs.models import Job, Status
+
+    sign_in(page, server, "bob")
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server.url + "/jupyter/new/")
+    page.get_by_label("Project").select_option("team-a")
+    page.get_by_role("button", name="Launch Jupyter").click()
+    page.wait_for_url(server.url + "/jobs/team-a/jupyter-bob/")
+    steps = page.locator("#session-steps li")
+    expect(steps).to_have_count(4)
+    assert steps.locator(".step-label").all_inner_texts() == [
+        "Queued for a GPU",
+        "GPU allocated",
+        "Jupyter server starting",
+        "JupyterLab answers",
+    ]
+    assert page.locator("#session-steps").get_attribute("data-open") == (
+        "/sessions/team-a/jupyter-bob/lab"
+    )
+    page.screenshot(path=artifacts / "jupyter-steps.png")
+
+    sessions, answered, running = LocalSessions(settings.ALLOT_SESSIONS_DIR), None, None
+    deadline = time.monotonic() + 60
+    while running is None and time.monotonic() < deadline:
+        if answered is None and sessions.ready("team-a", "jupyter-bob"):
+            answered = time.monotonic()
+        if Job.objects.get(name="jupyter-bob").status == Status.RUNNING:
+            running = time.monotonic()
+        time.sleep(0.05)
+    job = Job.objects.get(name="jupyter-bob")
+    assert answered is not None and running is not None, (
+        f"the lab never answered ({sessions.get('team-a', 'jupyter-bob')}), or the job never said "
+        f"Running ({job.status}: {list(job.events.values_list('message', flat=True))})"
+    )
+    print(f"the job said Running {running - answered:+.2f} s after the lab answered")
+    assert running - answered < 1.0
+    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=30_000)
+    page.locator("#jupyter-config-data").wait_for(state="attached", timeout=30_000)
+    assert errors == [], f"the waiting page logged errors: {errors}"
+
+
 def _launch(page, server, project: str) -> str:
     """Launch Jupyter in `project` from the page, open it; the job's name."""
     page.goto(server.url + "/jupyter/new/")
@@ -148,9 +197,8 @@ def _launch(page, server, project: str) -> str:
     page.get_by_label("GPUs").fill("0.5")
     page.get_by_role("button", name="Launch Jupyter").click()
     page.wait_for_url(f"{server.url}/jobs/{project}/jupyter-*/")
-    name = page.url.rstrip("/").rsplit("/", 1)[-1]
-    page.locator("#open-session").click()
-    page.wait_for_url(f"**/sessions/{project}/{name}/lab**", timeout=60_000)
+    name = page.url.split("/jobs/", 1)[1].split("/")[1]
+    page.wait_for_url(f"**/sessions/{project}/{name}/lab**", timeout=60_000)  # by itself
     page.locator(".jp-DirListing-content").wait_for(timeout=60_000)  # the lab is up
     return name
 

@@ -135,6 +135,8 @@ PAGES = [
     ("job-delete", "post", "/jobs/team-a/secret-run/delete/", {}, (302, 302, 403, 404)),
     ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 302, 403, 404)),
     ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 503, 403, 404)),
+    ("job-session-progress", "get", "/jobs/team-a/secret-run/session/", None,
+     (200, 200, 403, 404)),
 ]  # fmt: skip
 
 

@@ -37,10 +37,27 @@ def test_a_viewer_may_not_run_code_in_the_project(notebook, viewer):
     assert browser(viewer).get(URL).status_code == 403
 
 
-def test_a_member_waits_on_a_page_that_says_why_until_the_server_answers(notebook, member):
-    response = browser(member).get(URL)
-    assert response.status_code == 503
-    assert "waits for a GPU" in response.content.decode()
+NAVIGATE = {"Sec-Fetch-Mode": "navigate", "Accept": "text/html"}  # a person opening the address
+
+
+def test_a_member_opening_the_lab_early_waits_on_the_jobs_page_which_opens_it_later(
+    notebook, member
+):
+    client = browser(member)
+    response = client.get(URL + "/tree/a.ipynb", headers=NAVIGATE)
+    assert response.status_code == 302 and response["Location"] == "/jobs/team-a/nb/"
+    page = client.get("/jobs/team-a/nb/").content.decode()
+    assert 'id="session-steps"' in page and 'data-open="/sessions/team-a/nb/lab/tree/a.ipynb"' in (
+        page
+    )
+    assert 'data-step="queued" data-state="active"' in page  # the job is still Pending
+    assert 'data-open=""' in client.get("/jobs/team-a/nb/").content.decode()  # only once
+
+
+def test_jupyterlabs_own_requests_get_a_503_to_retry_while_the_server_is_not_up(notebook, member):
+    response = browser(member).get("/sessions/team-a/nb/api/kernels")
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert "not answering yet (Pending)" in response.content.decode()
 
 
 def test_the_job_page_links_to_the_session(notebook, member):
@@ -154,9 +171,10 @@ def test_an_agent_that_runs_no_sessions_leaves_the_page_waiting(notebook, member
 
     monkeypatch.setattr("portal.scheduling.agent._agent", SimulatedAgent(sessions=None))
     running_notebook()
-    response = browser(member).get(URL)
-    assert response.status_code == 503 and "web/session_waiting.html" in (
-        t.name for t in response.templates)  # fmt: skip
+    assert browser(member).get(URL).status_code == 503
+    response = browser(member).get(URL, headers=NAVIGATE, follow=True)
+    assert response.redirect_chain == [("/jobs/team-a/nb/", 302)]
+    assert 'data-step="server" data-state="active"' in response.content.decode()
 
 
 def test_under_kubernetes_the_proxy_reaches_the_pod_with_the_derived_token(

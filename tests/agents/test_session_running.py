@@ -1,0 +1,48 @@
+"""A simulated Jupyter job is Running exactly when its real server answers (issue 24 item 1): the
+simulated start delay is not added to the server's own start, and the agent tells the portal the
+moment the server answers, so the cycle it asks for records Running then."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from agents.base import JobSpec, PodSpec
+from agents.simulated import SimulatedAgent
+
+pytestmark = pytest.mark.slow
+
+
+def notebook(name: str = "nb") -> JobSpec:
+    return JobSpec("team-e", name, (PodSpec("n1", (0,), 0.5),), datetime.now(UTC),
+                   type="interactive", gpus=0.5, ports=(8888,))  # fmt: skip
+
+
+def test_a_jupyter_job_is_running_when_its_server_answers_and_the_agent_says_so_then(
+    make_sessions,
+):
+    answered = threading.Event()
+    agent = SimulatedAgent(start_delay_s=600, sessions=make_sessions(),
+                           on_session_ready=answered.set)  # fmt: skip
+    spec = notebook()
+    agent.start(spec)
+    try:
+        assert agent.status(spec).phase == "ContainerCreating"  # not answering yet
+        assert answered.wait(60), "the agent never said the server answers"
+        told = time.monotonic()
+        assert agent.sessions.ready("team-e", "nb")
+        assert agent.status(spec).phase == "Running"  # 600 s of simulated delay or not
+        assert time.monotonic() - told < 1.0
+    finally:
+        agent.stop("team-e", "nb")
+
+
+def test_a_session_stopped_before_it_answers_is_not_announced(make_sessions):
+    answered = threading.Event()
+    agent = SimulatedAgent(sessions=make_sessions(), on_session_ready=answered.set)
+    agent.start(notebook("gone"))
+    agent.stop("team-e", "gone")
+    assert not answered.wait(3)
