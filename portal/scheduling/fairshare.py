@@ -67,17 +67,21 @@ def _requests() -> list[CoreJob]:
     return [CoreJob(row["project__name"], "~request~", float(row["total"])) for row in rows]
 
 
-def fair_shares(usage: dict[str, float]) -> dict[str, float]:
-    """Every project's and department's fair share in GPUs now, with this usage (R2)."""
+def _cluster() -> tuple[Snapshot, list[CoreJob]]:
+    """Nodes, departments and projects as the cycle reads them, and each project's request."""
     nodes = snapshot.load_nodes()
     departments = snapshot.load_departments()
     projects, _ = snapshot.load_projects({d.name for d in departments})
     view = Snapshot(nodes=nodes, projects=projects, departments=departments)
+    return view, _requests()
+
+
+def fair_shares(view: Snapshot, requests: list[CoreJob], usage: dict) -> dict[str, float]:
+    """Every project's and department's fair share in GPUs, with this usage (R2, R2.9)."""
     queues = build_queues(view)
-    total = sum(round(node.gpus * 1000) for node in nodes if node.ready)
-    jobs = [job for job in _requests() if job.project in queues]
-    k_value = settings.ALLOT_FAIRSHARE_K
-    compute_fair_shares(queues, jobs, total, usage, k_value)
+    total = sum(round(node.gpus * 1000) for node in view.nodes if node.ready)  # R2.6
+    jobs = [job for job in requests if job.project in queues]
+    compute_fair_shares(queues, jobs, total, usage, settings.ALLOT_FAIRSHARE_K)
     return {name: queue.fair_share / 1000 for name, queue in queues.items()}
 
 
@@ -85,16 +89,13 @@ def explain(project: str, now: datetime | None = None) -> FairShareOverTime:
     """What the project's usage over the window did to its fair share, in figures and words."""
     now = now or timezone.now()
     usage = params()
-    nodes = snapshot.load_nodes()
+    view, requests = _cluster()
+    everyone, plain, decayed = {}, 0.0, 0.0
     if usage.on:
-        departments = snapshot.load_departments()
-        projects, _ = snapshot.load_projects({d.name for d in departments})
-        everyone = usage_for(nodes, projects, now)
+        everyone = usage_for(view.nodes, view.projects, now)
         plain, decayed = _held_gpu_s(project, now, usage.window_s)
-    else:
-        everyone, plain, decayed = {}, 0.0, 0.0
-    with_usage = fair_shares(everyone).get(project, 0.0)
-    without = fair_shares({}).get(project, 0.0) if everyone else with_usage
+    with_usage = fair_shares(view, requests, everyone).get(project, 0.0)
+    without = fair_shares(view, requests, {}).get(project, 0.0) if everyone else with_usage
     figures = FairShareOverTime(
         enabled=usage.on,
         half_life_hours=usage.half_life_s / 3600,

@@ -15,6 +15,7 @@ from portal.api.permissions import (
     MayEditProject,
     MayManageMembers,
 )
+from portal.api.serializers.fairshare import ProjectWithUsageSerializer
 from portal.api.serializers.tenancy import (
     AccountSerializer,
     MembershipSerializer,
@@ -22,6 +23,7 @@ from portal.api.serializers.tenancy import (
     UserSerializer,
 )
 from portal.jobs.queries import with_usage
+from portal.scheduling import fairshare
 from portal.tenancy import services
 from portal.tenancy.models import Membership, Project
 
@@ -51,6 +53,16 @@ class ProjectDetail(generics.RetrieveUpdateDestroyAPIView):
 
     def get_queryset(self):
         return with_usage(access.projects_for(self.request.user))
+
+    def get_serializer_class(self):
+        """A GET also says what the project's usage over time did to its fair share (R2.9)."""
+        return ProjectWithUsageSerializer if self.request.method == "GET" else ProjectSerializer
+
+    def get_object(self):
+        project = super().get_object()
+        if self.request.method == "GET":
+            project.fair_share_over_time = fairshare.explain(project.name).as_dict()
+        return project
 
     def perform_update(self, serializer):
         services.update_project(serializer.instance, **serializer.validated_data)

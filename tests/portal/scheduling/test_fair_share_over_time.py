@@ -8,12 +8,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
+from django.test import Client
 
 from portal.jobs.models import Job, JobRun, Status
 from portal.scheduling import fairshare, past_usage
 from portal.scheduling.snapshot import load_nodes
-from portal.tenancy.models import Project
+from portal.tenancy.models import Membership, Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,3 +115,47 @@ def test_the_project_says_what_its_usage_did_to_its_share(cluster, clock, fairsh
     other = fairshare.explain("team-b", clock.now)
     assert (other.fair_share, other.fair_share_without_usage, other.usage) == (5.0, 4.0, 0.0)
     assert "Other teams used more" in other.summary
+
+
+def _member_of(project: str):
+    user = get_user_model().objects.create_user(username="lead", password="x-test-password-1")
+    Membership.objects.create(user=user, project=Project.objects.get(name=project), role="viewer")
+    return user
+
+
+def test_the_project_page_shows_the_usage_that_moved_its_share(cluster, clock, fairshare_on):
+    _contest(cluster, clock)
+    client = Client()
+    client.force_login(_member_of("team-a"))
+    page = client.get("/projects/team-a/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="fair-share-over-time"' in html
+    assert "team-a used 192.0 GPU-hours" in html
+    assert "its fair share is 3 GPUs instead of 4 GPUs" in html
+    assert '<dd id="fairshare-share">3 GPUs; 4 GPUs if past usage did not count</dd>' in html
+    assert '<dd id="fairshare-usage">53 %</dd>' in html
+
+
+def test_the_project_api_gives_the_same_figures(cluster, clock, fairshare_on, api):
+    _contest(cluster, clock)
+    body = api(_member_of("team-a")).get("/api/v1/projects/team-a/").json()
+    over_time = body["fair_share_over_time"]
+    assert over_time["enabled"] is True
+    assert (over_time["half_life_hours"], over_time["window_days"]) == (12.0, 7.0)
+    assert over_time["gpu_hours"] == pytest.approx(192.0, abs=0.1)
+    assert over_time["usage"] == pytest.approx(0.53, abs=0.01)
+    assert (over_time["fair_share"], over_time["fair_share_without_usage"]) == (3.0, 4.0)
+    assert over_time["summary"].startswith("In the last 7 days, team-a used")
+
+
+def test_with_decay_off_the_page_says_past_usage_does_not_count(cluster, clock, api):
+    _contest(cluster, clock)
+    user = _member_of("team-a")
+    client = Client()
+    client.force_login(user)
+    html = client.get("/projects/team-a/").content.decode()
+    assert "Fair share over time is off: past usage does not change fair shares" in html
+    over_time = api(user).get("/api/v1/projects/team-a/").json()["fair_share_over_time"]
+    assert over_time["enabled"] is False
+    assert over_time["fair_share"] == over_time["fair_share_without_usage"] == 4.0
