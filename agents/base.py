@@ -42,7 +42,9 @@ class JobSpec:
 
     `started_at` is when the scheduler started the job (timezone-aware); phases, progress and
     logs are measured from it. `sim_duration_s` tells the simulated agent how long the job runs
-    (None: until it is stopped); real agents ignore it.
+    (None: until it is stopped); real agents ignore it. `cpu_millis` and `memory_mib` are each
+    pod's requests (0: none), `cpu_limit_millis` and `memory_limit_mib` its limits (None: none),
+    as Kubernetes' resources.requests and limits (issue 26).
     """
 
     project: str
@@ -61,6 +63,10 @@ class JobSpec:
     sim_duration_s: float | None = None
     user: str = ""
     volumes: tuple[tuple[str, str, bool], ...] = ()  # (PVC name, mount path, read-only)
+    cpu_millis: int = 0
+    memory_mib: int = 0
+    cpu_limit_millis: int | None = None
+    memory_limit_mib: int | None = None
 
     @property
     def key(self) -> JobKey:
@@ -107,7 +113,11 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class NodeStatus:
-    """A node as the cluster sees it: readiness and per-device utilization (0..1)."""
+    """A node as the cluster sees it: readiness and per-device utilization (0..1).
+
+    From an inventory (issue 26): `cpu_millis` and `memory_mib` allocatable to pods (None: not
+    reported), and `failed_devices`, the GPU indexes out of service (None: not reported, which
+    leaves what is recorded as it is; () : none failed)."""
 
     name: str
     ready: bool = True
@@ -118,6 +128,9 @@ class NodeStatus:
     gpu_memory_mib: int | None = None
     pool: str = ""
     schedulable: bool = True
+    cpu_millis: int | None = None
+    memory_mib: int | None = None
+    failed_devices: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

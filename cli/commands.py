@@ -240,10 +240,21 @@ class Duration(click.ParamType):
     "--gpu",
     "gpus",
     type=float,
-    default=1.0,
-    show_default=True,
-    help="GPUs per pod: a fraction below 1 or a whole number",
+    default=None,
+    help="GPUs per pod: a fraction below 1, a whole number, or 0 with --cpu/--memory (a "
+    "CPU-only job)  [default: 1, none with --gpu-memory]",
 )
+@click.option(
+    "--gpu-memory",
+    default=None,
+    help="a fraction of one GPU by its memory, e.g. 20Gi (instead of --gpu)",
+)
+@click.option(
+    "--cpu", default=None, help="CPU cores per pod, e.g. 2 or 500m (default: the project's)"
+)
+@click.option("--memory", default=None, help="memory per pod, e.g. 16Gi or 512Mi")
+@click.option("--cpu-limit", default=None, help="CPU limit per pod, e.g. 4")
+@click.option("--memory-limit", default=None, help="memory limit per pod, e.g. 32Gi")
 @click.option("--pods", type=int, default=1, show_default=True, help="pods started together")
 @click.option(
     "--interactive", is_flag=True, help="an interactive (build) job: in quota, never preempted"
@@ -268,8 +279,9 @@ class Duration(click.ParamType):
 @click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="seconds --wait waits at most")  # fmt: skip
-def submit(name, from_file, project, image, gpus, pods, interactive, command, args, environment,
-           ports, service_type, pvc, priority, estimate, wait, timeout):  # fmt: skip
+def submit(name, from_file, project, image, gpus, gpu_memory, cpu, memory, cpu_limit,
+           memory_limit, pods, interactive, command, args, environment, ports, service_type, pvc,
+           priority, estimate, wait, timeout):  # fmt: skip
     """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE."""
     if (name is None) == (from_file is None):
         raise click.UsageError("give a job NAME or --from FILE (a sweep), not both")
@@ -283,6 +295,13 @@ def submit(name, from_file, project, image, gpus, pods, interactive, command, ar
         "ports": list(ports), "service_type": service_type, "volumes": parse_pvc(pvc),
         "priority": priority,
     }  # fmt: skip
+    if gpus is None and gpu_memory is not None:  # by memory (the API refuses both at once)
+        del body["gpus"]
+    elif gpus is None:
+        body["gpus"] = 1.0
+    resources = {"gpu_memory": gpu_memory, "cpu": cpu, "memory": memory, "cpu_limit": cpu_limit,
+                 "memory_limit": memory_limit}  # fmt: skip
+    body |= {field: value for field, value in resources.items() if value is not None}
     if estimate is not None:
         body["estimate_s"] = estimate
     client = api()
@@ -349,6 +368,18 @@ def submit_sweep(file, project: str | None) -> None:
 
 
 RUNNING, FINISHED = "Running", ("Succeeded", "Failed", "TimedOut", "Stopped")
+
+
+def resources_of(job: dict) -> str:
+    """A pod's requests and limits in Kubernetes' words: "cpu 2 (limit 4), memory 16Gi"."""
+    parts = []
+    for name in ("cpu", "memory"):
+        if job.get(f"{name}_millis" if name == "cpu" else f"{name}_mib"):
+            limit = job.get(f"{name}_limit")
+            parts.append(f"{name} {job[name]}" + (f" (limit {limit})" if limit else ""))
+    if job.get("gpu_memory"):
+        parts.append(f"GPU memory {job['gpu_memory']}")
+    return ", ".join(parts) or "no CPU or memory requested"
 
 
 def why_not_running(job: dict) -> str:
@@ -451,6 +482,7 @@ def get(name, project, as_json):
     click.echo(f"STATUS: {job['status']}{stuck}\nGPUs: {job['gpus']:g} x {job['pods']} pod(s), "
                f"allocated {job['allocated_gpus']:g}")  # fmt: skip
     click.echo(f"NODE(S): {', '.join(job['nodes']) or '-'}\nIMAGE: {job['image'] or '-'}")
+    click.echo(f"PER POD: {resources_of(job)}")
     if job["status"] == "Pending":
         click.echo(
             f"WAITING {job['wait_s']:g} s BECAUSE: {job['pending_reason'] or 'not yet scheduled'}"

@@ -4,14 +4,25 @@ GPU model and memory come from NVIDIA GPU feature discovery's labels (`nvidia.co
 `nvidia.com/gpu.memory` in MiB), the pool from a configurable label (default `allot.io/pool`),
 readiness from the Ready condition and the cordon from `spec.unschedulable`. Nodes without GPUs
 are not Allot's concern and are left out.
+
+Issue 26: allocatable `cpu` and `memory` are what Allot may place pods' requests on. A GPU the
+device plugin finds unhealthy stays in the node's capacity but leaves its allocatable
+`nvidia.com/gpu`, so capacity minus allocatable devices are failed; Kubernetes does not say
+which, so Allot takes them from the top of its own numbering (the highest indexes). A node
+condition about its GPUs that is True (node-problem-detector's or the GPU operator's, e.g.
+`GpuUnhealthy`, `XidCriticalError`: any condition type naming a GPU or XID errors) fails every
+device of the node.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 from kubernetes import client
+from kubernetes.utils import parse_quantity
 
 from agents.base import NodeStatus
 
@@ -114,13 +125,16 @@ class TokenFile:
 def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | None:
     """One node as Allot sees it, or None when it has no GPUs."""
     allocatable = (node.status.allocatable or {}) if node.status else {}
-    gpus = int(allocatable.get(GPU, "0") or 0)
+    capacity = (node.status.capacity or {}) if node.status else {}
+    healthy = _count(allocatable.get(GPU))
+    gpus = max(_count(capacity.get(GPU)), healthy)
     if gpus <= 0:
         return None
     labels = node.metadata.labels or {}
     conditions = (node.status.conditions or []) if node.status else []
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
     memory = labels.get(MEMORY_LABEL, "")
+    gpu_trouble = any(c.status == "True" and GPU_CONDITION.search(c.type or "") for c in conditions)
     return NodeStatus(
         name=node.metadata.name,
         ready=ready,
@@ -129,7 +143,29 @@ def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | N
         gpu_memory_mib=int(memory) if memory.isdigit() else None,
         pool=labels.get(config.pool_label, config.default_pool),
         schedulable=not (node.spec and node.spec.unschedulable),
+        cpu_millis=_amount(allocatable.get("cpu"), 1000),
+        memory_mib=_amount(allocatable.get("memory"), 1 / 2**20),
+        failed_devices=tuple(range(0 if gpu_trouble else healthy, gpus)),
     )
+
+
+GPU_CONDITION = re.compile(r"gpu|xid", re.IGNORECASE)
+
+
+def _count(quantity: str | None) -> int:
+    """A device count from the API ("8"); 0 when absent or unreadable."""
+    return int(_amount(quantity, 1) or 0)
+
+
+def _amount(quantity: str | None, scale: float) -> int | None:
+    """An allocatable quantity times `scale`, rounded down (a node never offers more than it
+    has); None when absent or unreadable."""
+    if not quantity:
+        return None
+    try:
+        return max(int(parse_quantity(quantity) * Decimal(str(scale))), 0)
+    except (ValueError, ArithmeticError):
+        return None
 
 
 def inventory(api: client.ApiClient, config: KubernetesConfig) -> list[NodeStatus]:

@@ -98,6 +98,9 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: s
     """Pod `index` of `job` on its node: one container, its GPUs, its volumes."""
     volumes, mounts = _volumes(job)
     container = _container(job, pull) | _gpus(pod, memory_mib)
+    resources = container_resources(job, container.pop("resources", {}).get("limits", {}))
+    if resources:
+        container["resources"] = resources
     container["env"] = [*_env(job), *container.get("env", [])]
     if mounts:
         container["volumeMounts"] = mounts
@@ -158,6 +161,23 @@ def _gpus(pod: PodSpec, memory_mib: int | None) -> dict:
     if pod.devices:
         return {"resources": {"limits": {GPU: len(pod.devices)}}}
     return {}
+
+
+def container_resources(job: JobSpec, gpu_limits: dict) -> dict:
+    """The container's `resources`: the job's CPU and memory requests and limits per pod
+    (issue 26; millicores and MiB, which Kubernetes reads as they are: "500m", "16384Mi") and
+    the device plugin's GPUs. A limit left out is none (a memory limit is the point past which
+    the pod is killed, so Allot sets one only when asked, as Run:AI)."""
+    requests, limits = {}, dict(gpu_limits)
+    if job.cpu_millis:
+        requests["cpu"] = f"{job.cpu_millis}m"
+    if job.memory_mib:
+        requests["memory"] = f"{job.memory_mib}Mi"
+    if job.cpu_limit_millis is not None:
+        limits["cpu"] = f"{job.cpu_limit_millis}m"
+    if job.memory_limit_mib is not None:
+        limits["memory"] = f"{job.memory_limit_mib}Mi"
+    return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
 
 
 def _volumes(job: JobSpec) -> tuple[list[dict], list[dict]]:

@@ -4,7 +4,9 @@ Each observation that carries an inventory (`NodeStatus.gpus` set) creates the G
 has not seen, updates GPU count, model, memory, pool, readiness and the cluster's cordon, and
 marks not ready the nodes the cluster no longer lists (they are kept: jobs' history names them,
 and an admin deletes them). The simulated agent reports no inventory, so nothing changes there.
-An admin's cordon in Allot (`schedulable`) is never touched: the two cordons add up.
+An admin's cordon in Allot (`schedulable`) is never touched: the two cordons add up. So with
+failed devices (issue 26): the inventory's go to `failed_in_cluster`, an admin's marks in
+`failed_devices` stay; allocatable CPU and memory are the cluster's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def sync_nodes(reported: tuple[NodeStatus, ...]) -> bool:
         }
         if node.gpu_memory_mib:
             fields["gpu_memory_mib"] = node.gpu_memory_mib
+        fields |= _resources(node)
         row = rows.get(name)
         if row is None:
             Node.objects.create(name=name, **fields)
@@ -42,3 +45,15 @@ def sync_nodes(reported: tuple[NodeStatus, ...]) -> bool:
         Node.objects.filter(pk__in=gone).update(ready=False)
         changed = True
     return changed
+
+
+def _resources(node: NodeStatus) -> dict:
+    """Allocatable CPU and memory and the failed devices, where the inventory reports them."""
+    fields = {}
+    if node.cpu_millis is not None:
+        fields["cpu_millis"] = node.cpu_millis
+    if node.memory_mib is not None:
+        fields["memory_mib"] = node.memory_mib
+    if node.failed_devices is not None:
+        fields["failed_in_cluster"] = list(node.failed_devices)
+    return fields

@@ -59,7 +59,7 @@ def build_full_overview() -> dict:
         "metrics_at": figures.at.isoformat() if figures.at else None,
         "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),
-        "projects": _projects(Project.objects.all()),
+        "projects": _projects(Project.objects.all(), _requests_by_project(holding)),
         "running": running,
         "pending": pending,
         "nodes": node_rows,
@@ -106,7 +106,8 @@ def _node_for(node: dict, visible: frozenset[str]) -> dict:
 
 def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> dict:
     total = sum(node["gpus"] for node in nodes)
-    ready = sum(node["gpus"] for node in nodes if node["ready"])
+    # R2.6: failed devices add nothing (issue 26)
+    ready = sum(node["gpus"] - len(node["failed_devices"]) for node in nodes if node["ready"])
     allocated = round(sum(job["allocated_gpus"] for job in running), 3)
     idle = sum(
         job["allocated_gpus"]
@@ -129,10 +130,33 @@ def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> d
         "utilization_simulated": figures.simulated,
         "running_jobs": len(running),
         "pending_jobs": pending,
+        "failed_gpus": sum(len(node["failed_devices"]) for node in nodes),
+        **_cpu_and_memory(nodes),
     }
 
 
-def _projects(projects) -> list[dict]:
+def _cpu_and_memory(nodes: list[dict]) -> dict:
+    """Allocatable and allocated CPU and memory of the ready nodes that track them (issue 26)."""
+    ready = [node for node in nodes if node["ready"]]
+    return {
+        "cpu_millis": sum(node["cpu_millis"] or 0 for node in ready),
+        "allocated_cpu_millis": sum(node["allocated_cpu_millis"] for node in nodes),
+        "memory_mib": sum(node["memory_mib"] or 0 for node in ready),
+        "allocated_memory_mib": sum(node["allocated_memory_mib"] for node in nodes),
+    }
+
+
+def _requests_by_project(holding: list[Job]) -> dict[str, tuple[int, int]]:
+    """project name -> (millicores, MiB) its placed pods request."""
+    held: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for job in holding:
+        pods = len(job.placed_pods)
+        held[job.project.name][0] += job.cpu_millis * pods
+        held[job.project.name][1] += job.memory_mib * pods
+    return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
+
+
+def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
     newest = UsageSample.objects.filter(project=OuterRef("pk")).order_by("-time", "-id")
     annotated = with_usage(projects).annotate(
         utilization=Subquery(newest.values("utilization")[:1]),
@@ -155,6 +179,10 @@ def _projects(projects) -> list[dict]:
                 "pending_jobs": project.pending,
                 "utilization": project.utilization,
                 "utilization_simulated": bool(project.utilization_simulated),
+                "allocated_cpu_millis": requests.get(project.name, (0, 0))[0],
+                "allocated_memory_mib": requests.get(project.name, (0, 0))[1],
+                "cpu_limit_millis": project.cpu_limit_millis,
+                "memory_limit_mib": project.memory_limit_mib,
             }
         )
     return rows
@@ -238,8 +266,11 @@ def _priority(job: Job) -> int:
 
 def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
     on_device: dict[str, dict[int, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    requests: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for job in holding:
         for pod in job.placed_pods:
+            requests[pod.node][0] += job.cpu_millis
+            requests[pod.node][1] += job.memory_mib
             for index in pod.devices:
                 on_device[pod.node][index].append(
                     {"project": job.project.name, "name": job.name, "share": pod.share}
@@ -252,7 +283,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
             measured = figures.devices.get(node.name, {})
         else:  # a real cluster: only what the DCGM exporter measured, never a made-up 0
             measured = figures.devices.get(node.name) or None
-        devices = []
+        devices, failed = [], node.out_of_service
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -263,6 +294,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                     "allocated": round(min(sum(job["share"] for job in jobs), 1.0), 3),
                     "utilization": utilization,
                     "jobs": jobs,
+                    "failed": index in failed,
                 }
             )
         known = [device["utilization"] for device in devices if device["utilization"] is not None]
@@ -279,6 +311,11 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "utilization": round(sum(known) / len(known), 3) if known else None,
                 "utilization_simulated": figures.simulated,
                 "devices": devices,
+                "failed_devices": failed,
+                "cpu_millis": node.cpu_millis,
+                "memory_mib": node.memory_mib,
+                "allocated_cpu_millis": requests[node.name][0],
+                "allocated_memory_mib": requests[node.name][1],
             }
         )
     return rows

@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ValidationError
 
 from portal import access
 from portal.api.serializers.cluster import NodeSerializer
@@ -40,18 +40,21 @@ from portal.web.forms import (
     INTEGER,
     LIST,
     NUMBER,
+    QUANTITY,
     SECONDS,
     TEXT,
     as_duration,
     field_errors,
     form_input,
 )
+from portal.web.templatetags.allot import quantity_cpu, quantity_memory
 
 # time limits are read as the CLI takes them: 90m, 2h, 1d
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
     "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
-    **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS),
+    **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS), "default_cpu": QUANTITY,
+    "default_memory": QUANTITY, "cpu_limit": QUANTITY, "memory_limit": QUANTITY,
 }  # fmt: skip
 
 
@@ -135,6 +138,7 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
                else _plain(getattr(project, field))
                for field, kind in PROJECT_FIELDS.items()
                if field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # "0", not empty
+            **_project_quantities(project),
         }  # fmt: skip
     return render(
         request,
@@ -181,6 +185,16 @@ def _save_project(request: HttpRequest, project, kinds: dict[str, str]) -> tuple
         return project, {}
     except APIException as exc:
         return None, field_errors(exc)
+
+
+def _project_quantities(project: Project) -> dict[str, str]:
+    """The project's CPU and memory defaults and limits as its form reads them back."""
+    return {
+        "default_cpu": quantity_cpu(project.default_cpu_millis),
+        "default_memory": quantity_memory(project.default_memory_mib),
+        "cpu_limit": quantity_cpu(project.cpu_limit_millis),
+        "memory_limit": quantity_memory(project.memory_limit_mib),
+    }
 
 
 def _plain(number) -> str:
@@ -277,7 +291,8 @@ def nodes(request: HttpRequest) -> HttpResponse:
     errors, values = {}, {}
     if request.method == "POST":
         _require(admin)
-        kinds = {"name": TEXT, "gpus": INTEGER, "gpu_memory_mib": INTEGER, "pool": TEXT}
+        kinds = {"name": TEXT, "gpus": INTEGER, "gpu_memory_mib": INTEGER, "pool": TEXT,
+                 "cpu": TEXT, "memory": TEXT}  # fmt: skip
         data, errors = form_input(request.POST, kinds)
         values = request.POST
         serializer = NodeSerializer(data=data)
@@ -298,10 +313,39 @@ def nodes(request: HttpRequest) -> HttpResponse:
     )  # fmt: skip
 
 
+NODE_DONE = {
+    "fail": "GPU {device} of {node} marked failed: nothing is placed on it, and its jobs are "
+    "moved or stopped by the next cycle.",
+    "heal": "GPU {device} of {node} marked healthy again.",
+    "allocatable": "Allocatable CPU and memory of {node} saved.",
+}
+
+
+def _change_node(node: Node, action: str, post) -> None:
+    """A device marked failed or healthy, or the allocatable CPU and memory, as a PATCH of the
+    node through NodeSerializer (a bad value raises its 400)."""
+    if action == "allocatable":
+        data, errors = form_input(post, {"cpu": QUANTITY, "memory": QUANTITY})  # empty: untracked
+    else:
+        data, errors = form_input(post, {"device": INTEGER})
+        if "device" not in data and not errors:
+            errors = {"device": ["which GPU? give its index"]}
+        marked = set(node.failed_devices)
+        device = data.pop("device", None)
+        marked = marked | {device} if action == "fail" else marked - {device}
+        data["failed_devices"] = sorted(index for index in marked if index is not None)
+    if errors:
+        raise ValidationError(errors)
+    serializer = NodeSerializer(node, data=data, partial=True)
+    serializer.is_valid(raise_exception=True)
+    node_services.update_node(node, **serializer.validated_data)
+
+
 @login_required
 @require_POST
 def node_update(request: HttpRequest, name: str) -> HttpResponse:
-    """Cordon or uncordon a node, or remove it (cluster admins)."""
+    """Cordon or uncordon a node, mark a device failed or healthy, set its allocatable CPU and
+    memory, or remove it (cluster admins); the changes go through the API's serializer."""
     _require(access.is_cluster_admin(request.user))
     node = Node.objects.filter(name=name).first()
     if node is None:
@@ -314,6 +358,10 @@ def node_update(request: HttpRequest, name: str) -> HttpResponse:
         elif action in ("cordon", "uncordon"):
             node_services.update_node(node, schedulable=action == "uncordon")
             messages.success(request, f"Node {name} {action}ed.")
+        elif action in ("fail", "heal", "allocatable"):
+            _change_node(node, action, request.POST)
+            done = NODE_DONE[action].format(node=name, device=request.POST.get("device"))
+            messages.success(request, done)
         else:
             messages.error(request, f"unknown action {action!r}")
     except APIException as exc:

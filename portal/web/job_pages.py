@@ -59,7 +59,8 @@ from scheduler.bands import band_for
 JOB_FIELDS = {
     "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": INTEGER, "type": TEXT,
     "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
-    "service_type": TEXT, "volumes": VOLUMES, "estimate_s": DURATION,
+    "service_type": TEXT, "volumes": VOLUMES, "estimate_s": DURATION, "cpu": TEXT,
+    "memory": TEXT, "cpu_limit": TEXT, "memory_limit": TEXT, "gpu_memory": TEXT,
 }  # fmt: skip
 JUPYTER_IMAGE = "jupyter/base-notebook"
 JUPYTER_PORT = 8888

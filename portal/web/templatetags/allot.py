@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from portal.web.rules import link_rules
+from scheduler.quantity import cores_text, format_cpu, format_memory, memory_text
 
 register = template.Library()
 
@@ -44,3 +45,27 @@ def min_runtime(seconds) -> str:
 def rule_links(text) -> str:
     """A scheduler message with each rule code ("R9.2") a link to its explanation on /rules/."""
     return link_rules("" if text is None else str(text))
+
+
+@register.filter
+def cores(millis) -> str:
+    """Millicores in words: 16000 -> "16 cores", 500 -> "0.5 cores" (issue 26)."""
+    return cores_text(int(millis or 0))
+
+
+@register.filter
+def mib(value) -> str:
+    """MiB in words: 65536 -> "64 GiB"."""
+    return memory_text(int(value or 0))
+
+
+@register.filter
+def quantity_cpu(millis) -> str:
+    """Millicores as a form reads them back ("2", "500m"); empty when None."""
+    return "" if millis is None else format_cpu(int(millis))
+
+
+@register.filter
+def quantity_memory(value) -> str:
+    """MiB as a form reads them back ("16Gi"); empty when None."""
+    return "" if value is None else format_memory(int(value))

@@ -27,7 +27,7 @@ def api_error(api, user, path, body, field):
     [
         ({"gpus": "-1"}, "gpus"),
         ({"gpus": "0.3333"}, "gpus"),
-        ({"gpus": "9"}, "gpus"),
+        ({"gpus": "65"}, "gpus"),
         ({"name": "Not A Label"}, "name"),
         ({"image": "bad image!"}, "image"),
         ({"pods": "0"}, "pods"),
