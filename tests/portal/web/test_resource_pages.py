@@ -26,6 +26,8 @@ def test_the_submit_form_stores_cpu_memory_and_limits(member, nodes):
     job = Job.objects.get(name="ok-name")
     assert (job.cpu_millis, job.memory_mib, job.cpu_limit_millis, job.memory_limit_mib) == (
         500, 16384, 2000, 20480)  # fmt: skip
+    page = browser(member).get("/jobs/team-a/ok-name/").content.decode()
+    assert "0.5 cores (limit 2 cores), 16 GiB (limit 20 GiB)" in page
 
 
 def test_the_submit_form_asks_by_gpu_memory_when_gpus_is_empty(member, nodes):
