@@ -36,6 +36,11 @@
   }
   const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
 
+  // CPU and memory beside GPUs (issue 26): millicores as cores, MiB as GiB
+  function cores(millis) { return `${Math.round(millis / 100) / 10} cores`; }
+  function memory(mib) { return mib >= 1024 ? `${Math.round(mib / 102.4) / 10} GiB` : `${mib} MiB`; }
+  function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
+
   function tile(name, value, sub) {
     const box = document.querySelector(`[data-tile="${name}"]`);
     box.querySelector(".value").textContent = value;
@@ -45,7 +50,8 @@
   function renderTiles(ov) {
     const c = ov.cluster;
     tile("nodes", c.nodes, `${c.ready_nodes} ready`);
-    tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes`);
+    tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes` +
+      (c.failed_gpus ? `, ${c.failed_gpus} failed` : ""));
     tile("allocated", gpus(c.allocated_gpus),
       c.gpus ? `${Math.round((100 * c.allocated_gpus) / c.gpus)} % of the cluster` : "");
     tile("idle", gpus(c.idle_allocated_gpus));
@@ -110,6 +116,7 @@
       el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
       cell(gpus(p.fair_share), "num"),
       cell(p.limit == null ? "none" : gpus(p.limit), "num"),
+      cell(`${held(p.allocated_cpu_millis, p.cpu_limit_millis, cores)}, ${held(p.allocated_memory_mib, p.memory_limit_mib, memory)}`, "num cpu-memory"),
       cell(p.running_jobs, "num"), cell(p.pending_jobs, "num"),
       cell(pct(p.utilization) + (p.utilization != null && p.utilization_simulated ? " (sim)" : ""), "num"))));
   }
@@ -188,10 +195,10 @@
       const devices = n.devices.map((d) => {
         const names = d.jobs.map((j) => (j.name ? `${j.project}/${j.name}` : "another project's job") +
           (j.share < 1 ? ` (${gpus(j.share)})` : ""));
-        const title = `GPU ${d.index}: ${gpus(d.allocated)} allocated` +
+        const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") + `${gpus(d.allocated)} allocated` +
           (d.utilization == null ? "" : `, ${pct(d.utilization)} utilization`) +
           (names.length ? "\n" + names.join("\n") : "");
-        return el("div", { class: "device", title, role: "img", "aria-label": title,
+        return el("div", { class: "device" + (d.failed ? " failed" : ""), title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },
           ...stack(d.jobs),
           el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
@@ -202,6 +209,7 @@
           el("b", null, n.name),
           el("span", null, `pool ${n.pool}`),
           el("span", { class: "used" }, `${gpus(n.allocated_gpus)} / ${n.gpus} GPUs`),
+          el("span", { class: "cpu-memory" }, `CPU ${held(n.allocated_cpu_millis, n.cpu_millis, cores)}, memory ${held(n.allocated_memory_mib, n.memory_mib, memory)}`),
           el("span", null, `util ${pct(n.utilization)}${n.utilization != null && n.utilization_simulated ? " (sim)" : ""}`),
           el("span", { class: !n.ready ? "error" : (n.schedulable ? "status-Running" : "warn") }, state)),
         el("div", { class: "devices" }, ...devices));

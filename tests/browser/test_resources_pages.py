@@ -54,7 +54,17 @@ def test_an_admin_marks_a_gpu_failed_and_its_job_leaves_it(page, server, cluster
     assert moved == (node, 1 - device)
     messages = list(job.events.values_list("message", flat=True))
     assert any(f"GPU {device} of dgx1-1 failed" in message for message in messages), messages
-    page.reload()
+    page.goto(server.url + "/")  # the overview draws it failed, CPU and memory beside GPUs
+    node_box = page.locator('.node[data-node="dgx1-1"]')
+    expect(node_box.locator(".cpu-memory")).to_have_text(
+        "CPU 4 cores / 16 cores, memory 0 MiB / 128 GiB"
+    )
+    expect(node_box.locator(".device").nth(device)).to_have_class("device failed")
+    expect(page.locator('#projects tr[data-project="team-a"] .cpu-memory')).to_have_text(
+        "4 cores, 0 MiB"
+    )
+    page.screenshot(path=artifacts / "overview-failed-gpu.png", full_page=True)
+    page.goto(server.url + "/nodes/")
     page.screenshot(path=artifacts / "node-failed-gpu.png", full_page=True)
     row = page.locator('tr[data-node="dgx1-1"]')
     row.get_by_label("GPU index of dgx1-1").fill(str(device))
