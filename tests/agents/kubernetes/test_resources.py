@@ -1,18 +1,18 @@
 """Issue 26 on Kubernetes: pods carry the job's CPU and memory requests and limits (validated
-against the official schema), and the inventory reads allocatable CPU and memory and takes
-failed GPUs out (allocatable nvidia.com/gpu below capacity, or a GPU condition)."""
+against the official schema, and sent by the agent to the fake API server), and the inventory
+reads allocatable CPU and memory and takes failed GPUs out (allocatable nvidia.com/gpu below
+capacity, or a GPU condition)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 import kubernetes_validate
-import pytest
 
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import manifests
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
-from tests.agents.kubernetes.fake_api import FakeKubernetes, node
+from tests.agents.kubernetes.fake_api import node
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -51,13 +51,6 @@ def test_a_fraction_asks_for_cpu_and_memory_but_no_gpu():
     assert container["resources"] == {"requests": {"memory": "1024Mi"}}
 
 
-@pytest.fixture
-def cluster():
-    fake = FakeKubernetes()
-    yield fake
-    fake.close()
-
-
 def with_status(item: dict, **status) -> dict:
     item["status"].update(status)
     kubernetes_validate.validate(item, "1.30", strict=True)
@@ -93,3 +86,16 @@ def test_a_gpu_condition_fails_every_device_and_all_failed_keeps_the_node(cluste
     found = {n.name: n for n in inventory(api_client(config), config)}
     assert (found["dgx1-1"].gpus, found["dgx1-1"].failed_devices) == (8, tuple(range(8)))
     assert found["dgx1-2"].failed_devices == ()
+
+
+def test_the_agent_creates_pods_with_the_jobs_requests_and_limits(agent, cluster):
+    spec = JobSpec("team-a", "train", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   gpus=1.0, pods=2, cpu_millis=8000, memory_mib=65536,
+                   memory_limit_mib=81920)  # fmt: skip
+    agent.start(spec)
+    for index in (0, 1):
+        made = cluster.pods[("allot-team-a", f"train-{index}")]
+        assert made["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "8000m", "memory": "65536Mi"},
+            "limits": {"nvidia.com/gpu": 1, "memory": "81920Mi"},
+        }
