@@ -81,6 +81,12 @@ from agents.watchdog import alive as _alive
 
 JUPYTER_PORT = 8888
 USER_PREFIX = "allot-"  # a session's system user: the prefix and 12 hex digits (`session_user`)
+# JupyterLab as `python -m jupyterlab` starts it, without `rfc3987_syntax`: jsonschema imports
+# it when installed, for the "iri" format only (Jupyter's event schemas, which need no such
+# check), and it builds a Lark grammar at import: 1.0 s of CPU, 4 to 5 s on a busy
+# machine, before the server answers (issue 24 item 1).
+LAUNCH_LAB = ("import sys; sys.modules['rfc3987_syntax'] = None; "
+              "from jupyterlab.labapp import main; sys.exit(main())")  # fmt: skip
 # The watchdog's own source, run with `python -I -c`: it needs no file of the portal's
 WATCHDOG_SOURCE = Path(__file__).with_name("watchdog.py").read_text()
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -204,7 +210,7 @@ class LocalSessions:
         self.directory = Path(directory).absolute()
         self.workspaces = Path(workspaces or self.directory / "workspaces").absolute()
         self.python = python or sys.executable
-        self.command = tuple(command or (self.python, "-m", "jupyterlab"))
+        self.command = tuple(command or (self.python, "-c", LAUNCH_LAB))
         self.single_user = single_user
         self.private = tuple(Path(path).absolute() for path in private)
         self.guarded = None if guarded is None else firewall.services(*guarded)

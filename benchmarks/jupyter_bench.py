@@ -229,6 +229,10 @@ def one_run(browser, portal: Portal, token: str, number: int, profile: Path | No
         context.tracing.start(screenshots=True, snapshots=False)
     page = context.new_page()
     page.set_default_timeout(120_000)
+    cdp = context.new_cdp_session(page) if profile is not None else None
+    renderer: dict[str, float] = {}
+    if cdp is not None:  # the renderer's own time: scripts, layout, tasks
+        cdp.send("Performance.enable")
     sign_in(page, portal)
     cookie = "; ".join(f"{c['name']}={c['value']}" for c in context.cookies())
     page.goto(portal.url + "/jupyter/new/")
@@ -291,6 +295,12 @@ def one_run(browser, portal: Portal, token: str, number: int, profile: Path | No
     probe.done.set()
     probe.join(5)
     seen |= probe.seen
+    if cdp is not None:
+        metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+        renderer = {
+            k: round(metrics[k], 2)
+            for k in ("ScriptDuration", "TaskDuration", "LayoutDuration", "RecalcStyleDuration")
+        }
     if profile is not None:
         page.screenshot(path=profile / f"run-{number}.png")
         context.tracing.stop(path=profile / f"run-{number}-trace.zip")
@@ -298,6 +308,7 @@ def one_run(browser, portal: Portal, token: str, number: int, profile: Path | No
     _clean_up(portal, token, name)
     return {
         "phases": seen,
+        "renderer_s": renderer,
         "job": name,
         "console_errors": errors,
         "waiting_page_errors": waiting_errors,
@@ -397,7 +408,9 @@ def main() -> None:
                 run = one_run(browser, portal, token, number, args.profile)
                 runs.append(run)
                 phases = "  ".join(
-                    f"{k} {v:.2f}" for k, v in sorted(run["phases"].items(), key=lambda kv: kv[1])
+                    f"{k} {v:.2f}"
+                    for k, v in sorted(run["phases"].items(), key=lambda kv: kv[1])
+                    if k != "retries"
                 )
                 print(
                     f"run {number}: {phases}  console errors {len(run['console_errors'])} "
@@ -407,6 +420,9 @@ def main() -> None:
                 if args.profile is not None:
                     har = har_summary(args.profile / f"run-{number}.har")
                     print(f"  network: {json.dumps(har)}", flush=True)
+                    print(f"  renderer: {json.dumps(run['renderer_s'])}", flush=True)
+                    for error in run["console_errors"]:
+                        print(f"  console error: {error[:200]}", flush=True)
             browser.close()
     finally:
         portal.stop()

@@ -46,3 +46,29 @@ def test_a_session_stopped_before_it_answers_is_not_announced(make_sessions):
     agent.start(notebook("gone"))
     agent.stop("team-e", "gone")
     assert not answered.wait(3)
+
+
+def test_a_sessions_lab_page_skips_the_build_check_and_the_language_server_client(make_sessions):
+    """The lab's page as a session serves it: no /lab/api/build at each load (seconds of the
+    server's CPU) and no language-server client (no server for it: a 404 and console errors)."""
+    import json
+    import re
+    import urllib.request
+
+    sessions = make_sessions()
+    session = sessions.start("team-e", "light")
+    try:
+        deadline = time.monotonic() + 60
+        while not sessions.ready("team-e", "light") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        token = {"Authorization": f"token {session.token}"}
+        request = urllib.request.Request(f"{session.upstream}lab", headers=token)
+        page = urllib.request.urlopen(request, timeout=10).read().decode()
+        found = re.search(r'id="jupyter-config-data"[^>]*>(.*?)</script>', page, re.S)
+        config = json.loads(found.group(1))
+        assert (config["buildCheck"], config["buildAvailable"]) == (False, False)
+        disabled = config["disabledExtensions"]  # (the page lists them)
+        assert "@jupyterlab/lsp-extension" in disabled
+        assert "@jupyterlab/notebook-extension:language-server" in disabled
+    finally:
+        sessions.stop("team-e", "light")
