@@ -26,8 +26,9 @@ from portal.jobs.models import FINISHED, Job, JobEvent, Status, UsageSample
 from portal.notify.dispatch import after_commit
 from portal.notify.models import NOTIFIED
 from portal.scheduling import runs
-from portal.scheduling.observe import HealthNote, Transition
+from portal.scheduling.observe import HealthNote
 from portal.scheduling.snapshot import CycleRows, with_current_run
+from portal.scheduling.transitions import Transition
 from portal.tenancy.models import Project
 from scheduler import Decision, JobKey, Plan, PodPlacement, Snapshot, apply_plan
 

@@ -29,11 +29,11 @@ from agents.base import Agent, Observation
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
-from portal.scheduling import cycle_metrics, eta, observe, runs, snapshot
+from portal.scheduling import cycle_metrics, eta, observe, past_usage, runs, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
-from portal.scheduling.observe import Transition
 from portal.scheduling.publish import publish_overview
+from portal.scheduling.transitions import Transition
 from scheduler import Decision, Policy, plan_cycle
 
 logger = logging.getLogger(__name__)
@@ -72,6 +72,7 @@ def run_cycle(
         lap = perf_counter()
         observation = observe.reconcile(agent)
         metrics.store_observation(observation)
+        past_usage.warm(observation.at)  # R2.9's runs summed here, outside the lock, once a minute
         observed_s = perf_counter() - lap
         result = _decide(agent, observation, wait, policy or eta.current_policy())
         result.timings["observe_s"] = observed_s

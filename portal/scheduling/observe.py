@@ -14,26 +14,11 @@ from dataclasses import dataclass
 from agents.base import Agent, JobKey, JobStatus, Observation
 from portal.jobs import health
 from portal.jobs.health import JobHealth
-from portal.jobs.models import FINISHED as ROW_FINISHED
 from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling import runs
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
 from portal.scheduling.snapshot import CycleRows, JobRow
-
-
-@dataclass(frozen=True)
-class Transition:
-    """A row change the agent's observation calls for; `kind` and `message` become its event."""
-
-    job: JobKey
-    new_status: str
-    kind: str
-    message: str
-
-    @property
-    def leaves(self) -> bool:
-        """True when the job gives its GPUs back (it finished, failed or timed out)."""
-        return self.new_status in ROW_FINISHED
+from portal.scheduling.transitions import Transition
 
 
 def reconcile(agent: Agent) -> Observation:

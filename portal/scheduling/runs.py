@@ -20,10 +20,10 @@ from agents.base import Agent, JobKey
 from portal.jobs import placement
 from portal.jobs.models import JobRun, RunEnd, Status
 from portal.scheduling.agent import job_spec, placement_specs
+from portal.scheduling.transitions import Transition
 from scheduler import Decision, Plan
 
 if TYPE_CHECKING:  # observe calls keep_logs: these are for the annotations only
-    from portal.scheduling.observe import Transition
     from portal.scheduling.snapshot import CycleRows
 
 ENDS = {Status.SUCCEEDED: RunEnd.COMPLETED, Status.FAILED: RunEnd.FAILED,

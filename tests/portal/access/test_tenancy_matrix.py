@@ -42,6 +42,10 @@ REST = [
     ("webhook-deliveries", "get", f"{A}/projects/team-a/webhooks/1/deliveries/", None,
      (404, 403, 403, 404)),
     ("my-notifications", "get", f"{A}/me/notifications/", None, (200, 200, 200, 200)),
+    ("my-workspaces", "get", f"{A}/me/workspaces/", None, (200, 200, 200, 200)),
+    # none on disk here, so a 404 for all; who may delete one that exists (bob, an admin, not
+    # vera nor eve): tests/portal/web/test_workspaces.py
+    ("workspace-detail", "delete", f"{A}/workspaces/team-a/bob/", None, (404, 404, 404, 404)),
     ("my-notifications", "patch", f"{A}/me/notifications/", {"email": False},
      (200, 200, 200, 200)),
     ("user-list", "post", f"{A}/users/", {"username": "zed", "password": "a-long-pass-42"},
@@ -95,6 +99,7 @@ PAGES = [
     ("login", "get", "/login/", None, (302, 302, 302, 302)),  # signed in already: onwards
     ("logout", "post", "/logout/", {}, (302, 302, 302, 302)),
     ("me", "get", "/me/", None, (200, 200, 200, 200)),
+    ("my-workspaces", "get", "/me/workspaces/", None, (200, 200, 200, 200)),
     ("projects", "get", "/projects/", None, (200, 200, 200, 200)),
     ("project-new", "get", "/projects/new/", None, (200, 403, 403, 403)),
     ("project-detail", "get", "/projects/team-a/", None, (200, 200, 200, 404)),
