@@ -73,6 +73,15 @@ def cache_key(usage: UsageParams) -> str:
     return CACHE_KEY.format(half_life=usage.half_life_s, window=usage.window_s)
 
 
+def warm(now: datetime) -> None:
+    """Sum the runs now if the cached sum is stale, so that the cycle's snapshot, under the
+    cluster lock, only reads the cache (the sum reads every run of the window: about 0.1 s for
+    8,000 runs)."""
+    usage = params()
+    if usage.on:
+        cached_gpu_s(now, usage)
+
+
 def capacity(nodes: tuple[Node, ...]) -> float:
     """The cluster's GPUs the usage is normalised to: its ready nodes' (R2.6)."""
     return float(sum(node.gpus for node in nodes if node.ready))
