@@ -32,8 +32,8 @@ from portal.jobs.models import HOLDING, Job
 from portal.scheduling import cycle_metrics, eta, observe, past_usage, runs, snapshot
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
-from portal.scheduling.observe import Transition
 from portal.scheduling.publish import publish_overview
+from portal.scheduling.transitions import Transition
 from scheduler import Decision, Policy, plan_cycle
 
 logger = logging.getLogger(__name__)
