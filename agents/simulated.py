@@ -83,8 +83,9 @@ class SimulatedAgent:
                                      name=f"allot-ready-{job.name}"[:60]).start()  # fmt: skip
 
     def _await_ready(self, job: JobSpec, every_s: float = 0.05, patience_s: float = 300.0) -> None:
-        """Ask the job's server every `every_s` until it answers, then call `on_session_ready`;
-        give up when the job is stopped or replaced, its server is gone, or after `patience_s`."""
+        """Ask the job's server every `every_s` until it answers, then call `on_session_ready`
+        and warm the server up for the lab's first notebook (`LocalSessions.warm`); give up
+        when the job is stopped or replaced, its server is gone, or after `patience_s`."""
         deadline = time.monotonic() + patience_s
         while time.monotonic() < deadline:
             with self._lock:
@@ -92,6 +93,7 @@ class SimulatedAgent:
                     return
             if self.sessions.ready(*job.key):
                 self.on_session_ready()
+                self.sessions.warm(*job.key)
                 return
             if self.sessions.get(*job.key) is None:
                 return  # it exited or was stopped: `status` says why

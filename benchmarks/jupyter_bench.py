@@ -53,9 +53,19 @@ FLAGS = [
     "--disable-quic",
 ]
 PROJECT, ADMIN, PASSWORD = "team-a", "admin", "bench-admin-password-1"
-PHASES = ("post", "lab_answers", "running", "lab_html", "lab_ui", "kernel", "cell_output")
+PHASES = (
+    "post",
+    "spawned",
+    "lab_answers",
+    "running",
+    "lab_html",
+    "lab_ui",
+    "kernel",
+    "cell_output",
+)
 WORDS = {
     "post": "POST answered (next page shown)",
+    "spawned": "the Jupyter server process started",
     "lab_answers": "the lab answers /api/status through the proxy",
     "running": "the job says Running (REST)",
     "lab_html": "JupyterLab's page served (200) after the waiting page",
@@ -174,7 +184,8 @@ class Portal:
 
 
 class Probe(threading.Thread):
-    """Asks every `every_s` when the job first says Running and when its lab first answers."""
+    """Asks every `every_s` when the job's server was started, when the job first says Running
+    and when its lab first answers."""
 
     def __init__(self, portal: Portal, token: str, cookie: str, t0: float, every_s: float = 0.05):
         super().__init__(daemon=True)
@@ -184,13 +195,16 @@ class Probe(threading.Thread):
         self.done = threading.Event()
 
     def run(self) -> None:
-        while not self.done.is_set() and len(self.seen) < 2:
+        while not self.done.is_set() and len(self.seen) < 3:
             name = self.name_of_job
             if name is not None:
                 self._ask(name)
             time.sleep(self.every_s)
 
     def _ask(self, name: str) -> None:
+        if "spawned" not in self.seen:  # the session's description: its server was started
+            if (self.portal.scratch / "sessions" / f"{PROJECT}--{name}.json").exists():
+                self.seen["spawned"] = time.monotonic() - self.t0
         if "running" not in self.seen:
             try:
                 job = self.portal.call("GET", f"/api/v1/jobs/{PROJECT}/{name}/", self.token)

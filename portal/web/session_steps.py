@@ -1,5 +1,5 @@
 """How far a Jupyter session is on its way to a usable lab: the steps the job's page shows while
-it starts, and the small JSON answer its script asks for every 250 ms (issue 24 item 1).
+it starts, and the small JSON answer its script asks for every 150 ms (issue 24 item 1).
 
 Queued for a GPU -> GPU allocated -> Jupyter server starting -> JupyterLab answers. The answer
 is always a 200 with the steps (never the proxy's 503), so the waiting page logs nothing in the

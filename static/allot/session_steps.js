@@ -1,5 +1,5 @@
 /* The job page's Jupyter steps (#session-steps): ask the portal how far the session is every
-   250 ms. The answer is always JSON with status 200 (never the proxy's 503), so waiting logs
+   150 ms. The answer is always JSON with status 200 (never the proxy's 503), so waiting logs
    nothing in the console. When the lab answers, open it if the user launched it (data-open),
    else say that "Open Jupyter" works now. */
 (function () {
@@ -40,10 +40,10 @@
         } else if (state.ended) {
           note.textContent = state.ended;
         } else {
-          setTimeout(poll, 250);
+          setTimeout(poll, 150);
         }
       })
       .catch(() => { note.textContent = "The portal does not answer; trying again."; setTimeout(poll, 2000); });
   }
-  setTimeout(poll, 250);
+  setTimeout(poll, 150);
 })();
