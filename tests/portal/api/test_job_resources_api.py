@@ -45,16 +45,28 @@ def test_a_json_number_of_cpu_is_cores(client):
 
 
 @pytest.mark.parametrize(
+    ("memory", "mib", "shown"),
+    [("512Mi", 512, "512Mi"), ("1.5Gi", 1536, "1536Mi"), ("1G", 954, "954Mi"), ("1Ki", 1, "1Mi"),
+     ("999.999Ti", 1048574952, "1048574952Mi")],
+)  # fmt: skip
+def test_memory_takes_each_unit_and_rounds_a_request_up_to_the_mib(client, memory, mib, shown):
+    body = post(client, memory=memory).json()
+    assert (body["memory_mib"], body["memory"]) == (mib, shown)
+
+
+@pytest.mark.parametrize(
     ("field", "value", "words"),
     [
         ("cpu", "-1", "'-1' is not a CPU quantity (cores, e.g. 2 or 500m)"),
         ("cpu", "two", "'two' is not a CPU quantity"),
         ("cpu", True, "is not a CPU quantity"),
-        ("memory", "16GB", "'16GB' is not a memory quantity (bytes with a suffix, e.g. 16Gi"),
-        ("memory", 16, "a plain number is bytes; give a suffix"),
+        ("memory", "16GB", "'16GB' is not a memory quantity (a number with a unit, e.g. 16Gi"),
+        ("memory", 16, "16 is not a memory quantity"),  # Kubernetes would read 16 bytes
         ("memory", "-2Gi", "is not a memory quantity"),
         ("cpu_limit", "1e40", "is not a CPU quantity"),
-        ("memory_limit", "99999999Ti", "too large"),
+        ("memory_limit", "99999999Ti", "is not a memory quantity"),  # beyond the column
+        ("cpu", 1_000_000, "is not a CPU quantity"),
+        ("cpu", "1k", "is not a CPU quantity"),
         ("gpu_memory", "lots", "is not a memory quantity"),
     ],
 )
