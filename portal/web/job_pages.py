@@ -174,9 +174,9 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
             job, errors = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Jupyter {job.name} is starting.")
-                return redirect("job-detail", project=job.project.name, name=job.name)
                 lab = session_path(job.project.name, job.name) + "lab"
                 open_later(request, job.project.name, job.name, lab)  # the page opens it
+                return redirect("job-detail", project=job.project.name, name=job.name)
     context = {"page": "jobs", "values": values, "errors": errors, "projects": projects}
     return render(request, "web/jupyter_form.html", context)
 
@@ -189,13 +189,13 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     runs = list(JobRun.objects.filter(job=job).order_by("number").defer("logs"))
     now = timezone.now()
     chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
-    return render(
     jupyter = job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
     session_url = (session_path(project, name) if jupyter
                    and access.can_open_session(request.user, job) else None)  # fmt: skip
     starting, open_at = _session_progress(request, job) if session_url else (None, "")
     if open_at and starting is None and job.holds_gpus:
         return redirect(open_at)  # launched, and the lab answers already
+    return render(
         request,
         "web/job_detail.html",
         {"page": "jobs", "job": job, "events": events,
@@ -210,7 +210,6 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     )  # fmt: skip
 
 
-def _waiting(job, last, now) -> str:
 def _session_progress(request: HttpRequest, job) -> tuple[dict | None, str]:
     """(the steps of a Jupyter session on its way, or None when its lab answers or the job is
     over; where to go once it answers, when the user launched it or opened the lab early)."""
@@ -223,6 +222,7 @@ def _session_progress(request: HttpRequest, job) -> tuple[dict | None, str]:
     return (None if progress["answering"] else progress), open_at
 
 
+def _waiting(job, last, now) -> str:
     """For a pending job whose last run was evicted: "preempted 3 minutes ago by team-a's
     reclaim, run 2 waits since 12:04"; else ""."""
     if job.status != Status.PENDING or last is None or last.end != RunEnd.EVICTED:
