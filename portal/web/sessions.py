@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.cookiejar
 import weakref
 from urllib.parse import quote, urlsplit
 
@@ -58,12 +59,25 @@ LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepali
 _clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its client
 
 
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """The shared client keeps no cookie: each request carries only its browser's (one
+    session's server must never get another's cookies, which a jar would send to every port of
+    127.0.0.1)."""
+
+    def set_ok(self, cookie, request) -> bool:
+        return False
+
+    def return_ok(self, cookie, request) -> bool:
+        return False
+
+
 def _client() -> httpx.AsyncClient:
     """This event loop's client to the sessions' servers (built once: see "Speed" above)."""
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = _clients[loop] = httpx.AsyncClient(timeout=TIMEOUT, limits=LIMITS)
+        jar = http.cookiejar.CookieJar(policy=_NoCookies())
+        client = _clients[loop] = httpx.AsyncClient(timeout=TIMEOUT, limits=LIMITS, cookies=jar)
     return client
 
 

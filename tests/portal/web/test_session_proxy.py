@@ -201,3 +201,69 @@ def test_under_kubernetes_the_proxy_reaches_the_pod_with_the_derived_token(
     assert response.status_code == 200 and b"JupyterLab" in response.content
     assert seen == [("/sessions/team-a/nb/lab",
                      f"token {session_token(session_secret(), 'team-a', 'nb')}")]  # fmt: skip
+
+
+def test_the_proxys_shared_client_hands_no_sessions_cookie_to_another_session(
+    api, notebook, member, monkeypatch
+):
+    """One HTTP client serves every session (issue 24 item 1), and every session's server is on
+    127.0.0.1: a cookie jar would send what one server set to all the others. It keeps none."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    from agents.sessions import Session
+    from agents.simulated import SimulatedAgent
+    from portal.jobs.models import Job, Status
+
+    cookies = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            cookies[self.server.server_port] = self.headers.get("Cookie")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Set-Cookie", "planted=by-the-first; Path=/")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args):
+            pass
+
+    servers = {name: ThreadingHTTPServer(("127.0.0.1", 0), Handler) for name in ("nb", "nb2")}
+    for server in servers.values():
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    class TwoSessions:
+        def get(self, project, name):
+            port = servers[name].server_port
+            return Session(project, name, port, "t0ken", 0, f"/sessions/{project}/{name}/")
+
+        def all(self):
+            return []
+
+    monkeypatch.setattr("portal.scheduling.agent._agent", SimulatedAgent(sessions=TwoSessions()))
+    body = {"project": "team-a", "name": "nb2", "gpus": 0.5, "type": "interactive",
+            "ports": [8888]}  # fmt: skip
+    assert api(member).post("/api/v1/jobs/", body, format="json").status_code == 201
+    Job.objects.filter(name__in=["nb", "nb2"]).update(status=Status.RUNNING, placement=[
+        {"node": "dgx1-1", "devices": [0], "share": 0.5}])  # fmt: skip
+
+    async def visit():  # two browsers, one event loop: the proxy's one client
+        first, second = AsyncClient(), AsyncClient()
+        await first.aforce_login(member)
+        await second.aforce_login(member)
+        for client, name in ((first, "nb"), (second, "nb2")):
+            response = await client.get(f"/sessions/team-a/{name}/api/status")
+            assert response.status_code == 200
+            [chunk async for chunk in response.streaming_content]
+
+    try:
+        async_to_sync(visit)()
+    finally:
+        for server in servers.values():
+            server.shutdown()
+    assert cookies[servers["nb2"].server_port] is None  # nothing of the first session's
