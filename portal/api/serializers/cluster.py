@@ -79,8 +79,8 @@ class NodeSerializer(serializers.ModelSerializer):
     failed_devices = serializers.ListField(
         child=serializers.IntegerField(min_value=0, max_value=MAX_GPUS_PER_NODE - 1),
         max_length=MAX_GPUS_PER_NODE, required=False,
-        help_text="indexes of GPUs out of service: nothing is placed on them and the jobs on "
-        "them are moved or stopped by the next cycle",
+        help_text="indexes of GPUs out of service, each below gpus: nothing is placed on them "
+        "and the jobs on them are moved or stopped by the next cycle",
     )  # fmt: skip
     allocated_gpus = serializers.SerializerMethodField()
     allocated_cpu_millis = serializers.SerializerMethodField()

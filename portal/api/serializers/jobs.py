@@ -120,7 +120,11 @@ class JobSerializer(serializers.ModelSerializer):
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
     user = serializers.SerializerMethodField()
     type = serializers.ChoiceField(choices=JobType.choices, default=JobType.TRAIN)
-    gpus = GpusField(required=False)
+    gpus = GpusField(
+        required=False,
+        help_text="GPUs per pod; required unless gpu_memory is given (never both); 0 only for a "
+        "CPU-only job, which asks for cpu or memory (here or by its project's defaults)",
+    )
     pods = serializers.IntegerField(min_value=1, max_value=1024, default=1)
     cpu = QuantityField(
         "cpu",
@@ -128,14 +132,17 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="CPU per pod, e.g. 2 or 500m (default: the project's, else the cluster's)",
     )
     memory = QuantityField("memory", source="memory_mib", help_text="memory per pod, e.g. 16Gi")
-    cpu_limit = QuantityField("cpu", source="cpu_limit_millis", help_text="CPU limit per pod")
+    cpu_limit = QuantityField(
+        "cpu", source="cpu_limit_millis", help_text="CPU limit per pod, at least cpu"
+    )
     memory_limit = QuantityField(
-        "memory", source="memory_limit_mib", help_text="memory limit per pod"
+        "memory", source="memory_limit_mib", help_text="memory limit per pod, at least memory"
     )
     gpu_memory = QuantityField(
         "memory",
         source="gpu_memory_mib",
-        help_text="a fraction of one GPU by its memory, e.g. 20Gi, instead of gpus (R5.5)",
+        help_text="a fraction of one GPU by its memory, e.g. 20Gi, instead of gpus (not with "
+        "it); more than 0 (R5.5)",
     )
     priority = serializers.IntegerField(
         min_value=PRIORITY_MIN, max_value=PRIORITY_MAX, allow_null=True, required=False
