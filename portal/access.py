@@ -48,7 +48,7 @@ def runs_for(user) -> QuerySet[JobRun]:
     their projects' jobs (a team sees its own consumption, every member of it)."""
     if is_cluster_admin(user):
         return JobRun.objects.all()
-    return JobRun.objects.filter(job__project__in=projects_for(user).values("id"))
+    return JobRun.objects.filter(project__in=projects_for(user).values("id"))
 
 
 def get_project_for(user, name: str) -> Project:

@@ -272,9 +272,9 @@ def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now
     """The report of `query` over `runs` (those the asker may see) of `projects`."""
     runs = runs.filter(gpus__gt=0)  # a CPU-only job's runs hold no GPU (issue 26)
     if query.project:
-        runs = runs.filter(job__project__name=query.project)
+        runs = runs.filter(project__name=query.project)
     if query.user:
-        runs = runs.filter(job__user__username=query.user)
+        runs = runs.filter(user__username=query.user)
     report = Report(query, now, periods(query.since, query.until, query.period))
     end = min(query.until, now)
     if end <= query.since:

@@ -244,10 +244,22 @@ class JobRun(models.Model):
     Number 1 is the first start; an eviction, a move or a resume makes the next start run 2, and
     so on. The cycle's commit opens and closes runs with the job's status (one transaction); the
     logs are kept after the commit, read from the cluster before the run's pods are stopped, the
-    last `ALLOT_RUN_LOG_LINES` lines at most. Runs go with their job when it is deleted.
+    last `ALLOT_RUN_LOG_LINES` lines at most.
+
+    Runs outlive their job, as events do: GPU-hour accounting adds them up (portal.jobs.usage),
+    and a month's bill must not shrink when a job is deleted or the history's retention prunes
+    it. `job` becomes null then (its logs are dropped); `project`, `job_name`, `user` and
+    `job_type` are copied when the run opens and stay. A project's deletion takes its runs.
     """
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    job = models.ForeignKey(Job, null=True, on_delete=models.SET_NULL, related_name="runs")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="job_runs")
+    job_name = models.CharField(max_length=NAME_MAX)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="job_runs",
+    )  # fmt: skip
+    job_type = models.CharField(max_length=16, choices=JobType.choices)
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -266,7 +278,16 @@ class JobRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.job_id} run {self.number}"
+        return f"{self.project_id}/{self.job_name} run {self.number}"
+
+    def save(self, *args, **kwargs):
+        """A run made from a job alone (tests, the admin shell) copies what it must keep of it;
+        the cycle's bulk inserts set them themselves."""
+        if self.job is not None and self.project_id is None:
+            job = self.job
+            self.project_id, self.job_name = job.project_id, job.name
+            self.user_id, self.job_type = job.user_id, job.type
+        super().save(*args, **kwargs)
 
     @property
     def nodes(self) -> list[str]:

@@ -159,7 +159,8 @@ RESUMED = {
 
 def delete_job(job: Job, user=None) -> None:
     """Delete `job` whatever its status: a running one is stopped, its GPUs are free once this
-    commits, its name can be reused; its events stay (`job` null, project and name kept).
+    commits, its name can be reused; its events and runs stay (`job` null, project and name
+    kept; a run going on ends now, and the runs' logs go).
 
     The next cycle stops the agent's pods of jobs the database no longer has and reuses the freed
     devices.
@@ -171,6 +172,12 @@ def delete_job(job: Job, user=None) -> None:
         freed = f"; freed {locked.allocated_gpus:g} GPUs" if locked.holds_gpus else ""
         record_event(locked, "deleted", f"deleted by {_who(user)} while {locked.status}{freed}")
         audit.record("job.deleted", locked, changes={"status": [locked.status, None]})
+        # its runs stay for the GPU-hour accounting: one going on ends now; the logs go
+        JobRun.objects.filter(job=locked, ended_at__isnull=True).update(
+            ended_at=timezone.now(), end=RunEnd.STOPPED, ended_by=_who(user),
+            reason="the job was deleted",
+        )  # fmt: skip
+        JobRun.objects.filter(job=locked).update(logs="")
         locked.delete()
         request_cycle_on_commit()
 

@@ -30,7 +30,7 @@ class Span:
     goes on; `running` says so)."""
 
     run_id: int
-    job_id: int
+    job_id: int | None  # None once the job was deleted (its run stays, for the accounting)
     job_name: str
     project_id: int
     project: str
@@ -65,8 +65,8 @@ def spans(runs: QuerySet[JobRun], t0: datetime, t1: datetime, now: datetime) -> 
         Q(ended_at__isnull=True) | Q(ended_at__gt=t0)
     )
     rows = overlapping.values_list(
-        "id", "job_id", "job__name", "job__project_id", "job__project__name",
-        "job__user__username", "job__type", "gpus", "started_at", "ended_at",
+        "id", "job_id", "job_name", "project_id", "project__name",
+        "user__username", "job_type", "gpus", "started_at", "ended_at",
     ).order_by("started_at", "id")  # fmt: skip
     return [
         Span(run_id=run_id, job_id=job_id, job_name=name, project_id=project_id, project=project,

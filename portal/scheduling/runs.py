@@ -80,7 +80,8 @@ def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
     if not starts:
         return
     jobs = {job.key: job for job in state.jobs}
-    ids = [state.rows[decision.job].id for decision in starts]
+    rows = [state.rows[decision.job] for decision in starts]
+    ids = [row.id for row in rows]
     last = dict(
         JobRun.objects.filter(job_id__in=ids)
         .values("job_id")
@@ -88,10 +89,11 @@ def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
         .values_list("job_id", "last")
     )
     JobRun.objects.bulk_create(
-        JobRun(job_id=job_id, number=last.get(job_id, 0) + 1, started_at=now,
+        JobRun(job_id=row.id, project_id=row.project_id, job_name=row.name, user_id=row.user_id,
+               job_type=row.type, number=last.get(row.id, 0) + 1, started_at=now,
                placement=placement.encode(decision.placement),
                gpus=jobs[decision.job].milli_total / 1000)
-        for job_id, decision in zip(ids, starts, strict=True)
+        for row, decision in zip(rows, starts, strict=True)
     )  # fmt: skip
 
 

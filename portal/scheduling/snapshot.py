@@ -42,6 +42,8 @@ class JobRow:
     stuck: bool = False
     estimate_s: int | None = None  # the submitter's own run-time estimate (for predictions)
     held_gpu_s: float = 0.0  # GPU-seconds held in runs ended by an eviction or a move (L1)
+    name: str = ""
+    user_id: int | None = None  # the submitter (a run copies both: it outlives the job)
 
     @property
     def holding(self) -> bool:
@@ -187,7 +189,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
             "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
-            "cpu_millis", "memory_mib", "gpu_memory_mib", named=True,
+            "cpu_millis", "memory_mib", "gpu_memory_mib", "user_id", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -211,7 +213,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             pending_reason=row.pending_reason, started_at=row.started_at, type=row.type,
             idle_since=row.idle_since, warned_for=row.warned_for, extended_s=row.extended_s,
             activity=row.activity, active_at=row.active_at, stuck=row.stuck,
-            estimate_s=row.estimate_s, held_gpu_s=row.held_gpu_s,
+            estimate_s=row.estimate_s, held_gpu_s=row.held_gpu_s, name=row.name,
+            user_id=row.user_id,
         )  # fmt: skip
     return tuple(jobs), index
 

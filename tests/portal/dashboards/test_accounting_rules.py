@@ -35,7 +35,9 @@ def test_an_interactive_run_fills_the_quota_before_an_older_training_run(django_
     run(team, "train", 2, T + timedelta(hours=1), T + timedelta(hours=5))
     run(team, "notebook", 1, T + timedelta(hours=2), T + timedelta(hours=4), JobType.INTERACTIVE)
     for name, user in (("train", "alice"), ("notebook", "bob")):
-        Job.objects.filter(name=name).update(user=django_user_model.objects.create_user(user))
+        account = django_user_model.objects.create_user(user)
+        Job.objects.filter(name=name).update(user=account)
+        JobRun.objects.filter(job_name=name).update(user=account)  # a run keeps its own copy
     over = {row["user"]: row["over_quota_gpu_hours"] for row in report("user")["totals"]}
     # 3 GPUs on a quota of 2 for 2 hours: the training run's second GPU is the borrowed one
     assert over == {"alice": 2.0, "bob": 0.0}
