@@ -92,7 +92,7 @@ def explain(project: str, now: datetime | None = None) -> FairShareOverTime:
     view, requests = _cluster()
     everyone, plain, decayed = {}, 0.0, 0.0
     if usage.on:
-        everyone = usage_for(view.nodes, view.projects, now)
+        everyone = usage_for(view.nodes, view.projects, now, fresh=True)
         plain, decayed = _held_gpu_s(project, now, usage.window_s)
     with_usage = fair_shares(view, requests, everyone).get(project, 0.0)
     without = fair_shares(view, requests, {}).get(project, 0.0) if everyone else with_usage

@@ -88,13 +88,18 @@ def capacity(nodes: tuple[Node, ...]) -> float:
 
 
 def usage_for(
-    nodes: tuple[Node, ...], projects: tuple[Project, ...], now: datetime | None = None
+    nodes: tuple[Node, ...],
+    projects: tuple[Project, ...],
+    now: datetime | None = None,
+    fresh: bool = False,
 ) -> dict[str, float]:
     """The snapshot's `usage`: each project's and department's normalised usage (0..1 of the
-    cluster over the window, R2.9, E10); empty when fair share over time is off."""
+    cluster over the window, R2.9, E10); empty when fair share over time is off. The cycle
+    reads the sum cached for a minute; `fresh` sums the runs again (a page, not a cycle)."""
     usage = params()
     if not usage.on:
         return {}
-    used = cached_gpu_s(now or timezone.now(), usage)
+    now = now or timezone.now()
+    used = decayed_gpu_s(now, usage) if fresh else cached_gpu_s(now, usage)
     normalised = normalise(used, capacity(nodes), usage)
     return with_departments(normalised, {p.name: p.department for p in projects})

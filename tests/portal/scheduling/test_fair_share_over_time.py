@@ -137,7 +137,7 @@ def test_the_project_page_shows_the_usage_that_moved_its_share(cluster, clock, f
     assert "team-a used 192.0 GPU-hours" in html
     assert "its fair share is 3 GPUs instead of 4 GPUs" in html
     assert '<dd id="fairshare-share">3 GPUs; 4 GPUs if past usage did not count</dd>' in html
-    assert '<dd id="fairshare-usage">53 %</dd>' in html
+    assert '<dd id="fairshare-usage">53%</dd>' in html
 
 
 def test_the_project_api_gives_the_same_figures(cluster, clock, fairshare_on, api):
