@@ -18,6 +18,7 @@ from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import ACTIVE, HOLDING, Job, JobEvent, JobRun, RunEnd, Status
 from portal.tenancy.models import Project
+from scheduler.quantity import cores_text, memory_text
 
 
 def new_event(job: Job, kind: str, message: str, time: datetime | None = None) -> JobEvent:
@@ -237,6 +238,14 @@ def extend_job(job: Job, user) -> Job:
 
 
 def _shape(job: Job) -> str:
-    """'2 pods x 0.5 GPU, train' — what was asked for, for the submitted event."""
+    """'2 pods x 0.5 GPU, 4 cores, 16 GiB memory, train' — what was asked for, for the submitted
+    event (CPU and memory when asked, issue 26)."""
     pods = f"{job.pods} pods x " if job.pods > 1 else ""
-    return f"{pods}{float(job.gpus):g} GPU, {job.type}"
+    asked = [f"{float(job.gpus):g} GPU"]
+    if job.gpu_memory_mib:
+        asked[0] += f" ({memory_text(job.gpu_memory_mib)} of GPU memory)"
+    if job.cpu_millis:
+        asked.append(cores_text(job.cpu_millis))
+    if job.memory_mib:
+        asked.append(f"{memory_text(job.memory_mib)} memory")
+    return f"{pods}{', '.join(asked)}, {job.type}"

@@ -65,6 +65,8 @@ def test_a_cpu_only_job_runs_and_holds_no_gpu(cluster):
     job = cluster.job("team-a", "prep")
     assert job.status in HOLDING and job.nodes == ["n1"]
     assert job.allocated_gpus == 0 and all(not pod.devices for pod in job.placed_pods)
+    submitted = JobEvent.objects.get(job=job, kind="submitted").message
+    assert submitted == "submitted by someone: 0 GPU, 4 cores, train"
 
 
 def placed_device(job) -> tuple[str, int]:
