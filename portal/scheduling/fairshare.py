@@ -6,19 +6,20 @@ share with and without everyone's usage, in figures and in words.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from portal.jobs.models import ACTIVE, Job
+from portal.jobs.models import ACTIVE, Job, JobRun
+from portal.jobs.usage import hours, units_between
 from portal.scheduling import snapshot
-from portal.scheduling.past_usage import params, runs_in_window, usage_for
+from portal.scheduling.past_usage import interval, params, runs_in_window, usage_for
 from scheduler import Job as CoreJob
 from scheduler import Snapshot
 from scheduler.queues import build_queues, compute_fair_shares
-from scheduler.usage import decayed_gpu_s
+from scheduler.usage import UsageParams, decayed_gpu_s
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,16 @@ class FairShareOverTime:
         return data
 
 
-def _held_gpu_s(project: str, now: datetime, window_s: float) -> tuple[float, float]:
-    """Plain and decayed GPU-seconds of the project's runs inside the window (one query)."""
-    usage = params()
-    clock, since = now.timestamp(), now.timestamp() - window_s
-    plain = decayed = 0.0
-    for _, gpus, start, end in runs_in_window(now, window_s).filter(job__project__name=project):
-        begin, finish = max(start.timestamp(), since), min(end.timestamp() if end else clock, clock)
-        plain += gpus * max(finish - begin, 0.0)
-        decayed += decayed_gpu_s(gpus, start.timestamp(), end and end.timestamp(), clock, usage)
-    return plain, decayed
+def _held(project: str, now: datetime, usage: UsageParams) -> tuple[float, float]:
+    """GPU-hours of the project's runs inside the window, exactly as accounting counts them,
+    and the same decayed, in GPU-seconds (one query)."""
+    since = now - timedelta(seconds=usage.window_s)
+    units, decayed = 0, 0.0  # units: integers, exact (portal.jobs.usage)
+    for span in runs_in_window(now, usage.window_s, JobRun.objects.filter(project__name=project)):
+        units += units_between(span, since, now)
+        run = interval(span)
+        decayed += decayed_gpu_s(run.gpus, run.start, run.end, now.timestamp(), usage)
+    return hours(units), decayed
 
 
 def _requests() -> list[CoreJob]:
@@ -90,10 +91,10 @@ def explain(project: str, now: datetime | None = None) -> FairShareOverTime:
     now = now or timezone.now()
     usage = params()
     view, requests = _cluster()
-    everyone, plain, decayed = {}, 0.0, 0.0
+    everyone, plain, decayed = {}, 0.0, 0.0  # plain in GPU-hours, decayed in GPU-seconds
     if usage.on:
         everyone = usage_for(view.nodes, view.projects, now, fresh=True)
-        plain, decayed = _held_gpu_s(project, now, usage.window_s)
+        plain, decayed = _held(project, now, usage)
     with_usage = fair_shares(view, requests, everyone).get(project, 0.0)
     without = fair_shares(view, requests, {}).get(project, 0.0) if everyone else with_usage
     figures = FairShareOverTime(
@@ -101,7 +102,7 @@ def explain(project: str, now: datetime | None = None) -> FairShareOverTime:
         half_life_hours=usage.half_life_s / 3600,
         window_days=usage.window_s / 86400,
         k_value=settings.ALLOT_FAIRSHARE_K,
-        gpu_hours=plain / 3600,
+        gpu_hours=plain,
         decayed_gpu_hours=decayed / 3600,
         usage=everyone.get(project, 0.0),
         fair_share=with_usage,

@@ -19,10 +19,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Q
 from django.utils import timezone
 
 from portal.jobs.models import JobRun
+from portal.jobs.usage import Span, spans
 from scheduler import Node, Project
 from scheduler.usage import Interval, UsageParams, decayed_by_queue, normalise, with_departments
 
@@ -35,24 +35,24 @@ def params() -> UsageParams:
     return UsageParams(settings.ALLOT_FAIRSHARE_HALF_LIFE, settings.ALLOT_FAIRSHARE_WINDOW)
 
 
-def runs_in_window(now: datetime, window_s: float):
-    """(project, GPUs, start, end) of every run that held GPUs inside the window: one query."""
+def runs_in_window(now: datetime, window_s: float, runs=None) -> list[Span]:
+    """The runs (of `runs`, default all) that held GPUs inside the window, in one query through
+    accounting's `portal.jobs.usage.spans`: a run keeps its project when its job is deleted, so
+    GPU-hours already used still count."""
     since = now - timedelta(seconds=window_s)
-    return (
-        JobRun.objects.filter(started_at__lt=now)
-        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=since))
-        .values_list("job__project__name", "gpus", "started_at", "ended_at")
-    )
+    return spans(JobRun.objects.all() if runs is None else runs, since, now, now)
+
+
+def interval(span: Span) -> Interval:
+    """A run as the core's usage arithmetic reads it (seconds; no end while it goes on)."""
+    end = None if span.running else span.end.timestamp()
+    return Interval(span.project, span.milli / 1000, span.start.timestamp(), end)
 
 
 def decayed_gpu_s(now: datetime, usage: UsageParams) -> dict[str, float]:
     """Each project's decayed GPU-seconds inside the window at `now`, read from the runs."""
-    clock = now.timestamp()
-    runs = (
-        Interval(project, gpus, start.timestamp(), end.timestamp() if end else None)
-        for project, gpus, start, end in runs_in_window(now, usage.window_s)
-    )
-    return decayed_by_queue(runs, clock, usage)
+    runs = (interval(span) for span in runs_in_window(now, usage.window_s))
+    return decayed_by_queue(runs, now.timestamp(), usage)
 
 
 def cached_gpu_s(now: datetime, usage: UsageParams) -> dict[str, float]:

@@ -79,6 +79,17 @@ def test_r2_9_with_decay_off_the_same_teams_get_equal_shares(cluster, clock, set
     assert cluster.allocated() == {"team-a": 4.0, "team-b": 4.0}
 
 
+def test_r2_9_a_deleted_jobs_gpu_hours_still_count(cluster, clock, fairshare_on):
+    # Runs outlive their jobs (accounting): deleting yesterday's job does not wipe its usage.
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-a", 1)
+    _yesterday(cluster, clock)
+    before = past_usage.decayed_gpu_s(clock.now, past_usage.params())
+    Job.objects.get(name="yesterday").delete()
+    assert past_usage.decayed_gpu_s(clock.now, past_usage.params()) == before
+    assert before["team-a"] > 0
+
+
 def test_usage_outside_the_window_counts_for_nothing(cluster, clock, fairshare_on):
     fairshare_on.ALLOT_FAIRSHARE_WINDOW = 4 * HOUR  # yesterday's run ended 6 hours ago
     cache.delete(past_usage.cache_key(past_usage.params()))
