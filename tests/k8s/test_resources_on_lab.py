@@ -1,0 +1,84 @@
+"""Issue 26 on a real API server (the lab): pods carry the jobs' CPU and memory requests and
+limits as the API server stores them, the inventory reads the nodes' allocatable CPU and memory,
+and a GPU the device plugin stops advertising (the node's allocatable `nvidia.com/gpu` drops
+below its capacity) moves the job off it within a cycle, with an event naming the GPU."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.utils import parse_quantity
+
+from portal.cluster.models import Node
+from tests.k8s.portal_lab import (  # noqa: F401  (fixture_*: the fixtures this module uses)
+    GPUS_PER_NODE,
+    Rest,
+    eventually,
+    fixture_allot_lab,
+    fixture_portal_on_lab,
+    job_pods,
+)
+
+pytestmark = [pytest.mark.k8s, pytest.mark.django_db(transaction=True)]
+GPU = "nvidia.com/gpu"
+
+
+@pytest.fixture
+def rest(portal_on_lab, api, cluster_admin) -> Rest:
+    made = Rest(api(cluster_admin))
+    made.settle()  # a first cycle reads the cluster's nodes
+    return made
+
+
+def quantities(values: dict | None) -> dict:
+    return {key: parse_quantity(value) for key, value in (values or {}).items()}
+
+
+def test_pods_carry_requests_and_limits_and_nodes_their_allocatable(rest, allot_lab):
+    rows = {row.name: (row.cpu_millis, row.memory_mib) for row in Node.objects.all()}
+    assert set(rows.values()) == {(64000, 524288)}, rows  # the lab's 64 CPUs and 512Gi
+    rest.project("res", 4)
+    rest.submit("res", "loader", 1, cpu="4", memory="16Gi", cpu_limit="8", memory_limit="20Gi")
+    rest.status_becomes("res", "loader", "Running")
+    pod = allot_lab.core.read_namespaced_pod("loader-0", "allot-res")
+    resources = pod.spec.containers[0].resources
+    # the API server makes an extended resource's request its limit: the GPU is requested too
+    assert quantities(resources.requests) == quantities({GPU: "1", "cpu": "4", "memory": "16Gi"})
+    assert quantities(resources.limits) == quantities({GPU: "1", "cpu": "8", "memory": "20Gi"})
+
+
+def advertise(core, node: str, healthy: int) -> None:
+    """What the device plugin reports: `healthy` of the node's GPUs allocatable."""
+    core.patch_node_status(node, {"status": {"allocatable": {GPU: str(healthy)}}})
+    eventually(lambda: core.read_node(node).status.allocatable[GPU] == str(healthy),
+               f"{node} advertising {healthy} GPUs")  # fmt: skip
+
+
+def seen_failed(rest: Rest, node: str, failed: list[int]) -> None:
+    """Cycles until the agent's inventory, read every `node_refresh_s`, has seen the change."""
+
+    def seen() -> bool:
+        rest.settle()
+        return Node.objects.get(name=node).failed_in_cluster == failed
+
+    eventually(seen, f"{node}'s failed GPUs to be {failed}")
+
+
+def test_a_gpu_leaving_allocatable_moves_its_job_within_a_cycle(rest, allot_lab):
+    core = allot_lab.core
+    rest.project("whole", 8)
+    rest.submit("whole", "wide", GPUS_PER_NODE)
+    first = rest.status_becomes("whole", "wide", "Running")["nodes"][0]
+    other = next(name for name in allot_lab.nodes if name != first)
+    last = GPUS_PER_NODE - 1
+    try:
+        advertise(core, first, GPUS_PER_NODE - 1)
+        seen_failed(rest, first, [last])  # the cycle that sees it evicts the job off it
+        messages = [event["message"] for event in rest.events("whole", "wide")]
+        assert any(f"GPU {last} of {first} failed" in m for m in messages), messages
+        moved = rest.status_becomes("whole", "wide", "Running")
+        assert moved["nodes"] == [other]
+        eventually(lambda: job_pods(core).get(("whole", "wide-0")) == other,
+                   "the pod bound on the healthy node")  # fmt: skip
+    finally:
+        advertise(core, first, GPUS_PER_NODE)
+    seen_failed(rest, first, [])
