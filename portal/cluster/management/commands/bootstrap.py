@@ -21,6 +21,9 @@ from portal.tenancy.models import Project
 
 # Two NVIDIA DGX-1 of 8 x V100 32 GB and the four teams of TR-4858 (NetApp + Run:AI).
 DGX1_NODES = [("dgx1-1", 8, 32768), ("dgx1-2", 8, 32768)]
+# What a DGX-1 gives pods besides its GPUs (issue 26): 2 x 20-core Xeon E5-2698 v4 with
+# hyper-threading (80 CPUs to Kubernetes) and 512 GiB of memory.
+DGX1_CPU_MILLIS, DGX1_MEMORY_MIB = 80_000, 524_288
 TR4858_PROJECTS = [("team-a", 4), ("team-b", 2), ("team-c", 2), ("team-d", 8)]
 
 
@@ -72,10 +75,12 @@ class Command(BaseCommand):
         if Node.objects.exists():
             return
         for name, gpus, memory in DGX1_NODES:
-            Node.objects.create(name=name, gpus=gpus, gpu_memory_mib=memory, pool="default")
+            Node.objects.create(name=name, gpus=gpus, gpu_memory_mib=memory, pool="default",
+                                cpu_millis=DGX1_CPU_MILLIS, memory_mib=DGX1_MEMORY_MIB)  # fmt: skip
         self.stdout.write(
             self.style.SUCCESS(
-                "Created the simulated cluster: dgx1-1, dgx1-2 (8 x V100 32 GB each)."
+                "Created the simulated cluster: dgx1-1, dgx1-2 (8 x V100 32 GB, 80 CPUs and "
+                "512 GiB each)."
             )
         )
 
