@@ -2,7 +2,9 @@
 
 Request-wide problems use `detail` (DRF's convention); a malformed, too deep or too large body
 is reported under `body` (Django's own RequestDataTooBig included: it used to be an HTML 400); a
-lost race on a unique name is a 409 under that name (`portal.core.errors`).
+lost race on a unique name is a 409 under that name (`portal.core.errors`). A request that is
+well formed but names an object that does not exist (every reason's code `does_not_exist`) is a
+404 naming the field.
 """
 
 from __future__ import annotations
@@ -25,9 +27,30 @@ def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         message = too_big_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return Response({"body": [message]}, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, exceptions.ValidationError) and _only_missing(exc.detail):
+        # well formed, but names no object there is (a member's username, a rule's project): a
+        # 404 naming the field, as for an object named in the path
+        return Response(exc.detail, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, IntegrityError):
         return Response(
             {"detail": "The request conflicts with a concurrent change; retry it."},
             status=status.HTTP_409_CONFLICT,
         )
     return drf_exception_handler(exc, context)
+
+
+MISSING = "does_not_exist"  # DRF's code for a related object not found; ours for the same
+
+
+def _only_missing(detail) -> bool:
+    """Whether every reason in a ValidationError's detail says an object named does not exist."""
+    leaves, stack = [], [detail]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            leaves.append(getattr(item, "code", None))
+    return bool(leaves) and all(code == MISSING for code in leaves)

@@ -9,6 +9,17 @@ request as a whole. Schemathesis checks every answer against it
 
 from __future__ import annotations
 
+from drf_spectacular.plumbing import force_instance
+from rest_framework import serializers
+
+STORABLE_TEXT = (
+    "\n\nEvery request body is JSON (`application/json`), at most 64 levels deep; no string in "
+    "it, nor any key, may hold a NUL character (U+0000) or an unpaired surrogate, which "
+    "PostgreSQL text cannot store: such a body is a 400 under `body` naming where. A boolean is "
+    "a JSON `true` or `false`, a number a JSON number; query parameters that are numbers are "
+    "written with the digits 0-9."
+)
+
 DETAIL = {
     "type": "object",
     "properties": {"detail": {"type": "string"}},
@@ -61,6 +72,7 @@ def _errors(method: str, operation: dict, throttled: bool) -> dict:
             "page or no such format.",
             "FieldErrors",
             *html,
+            *formats,  # e.g. ?format=csv&project= naming a project not there: the CSV's 404
         )
     if method in WRITES:
         errors["409"] = _answer(
@@ -92,7 +104,73 @@ def document_errors(result: dict, generator, **kwargs) -> dict:
             for code, answer in errors.items():
                 operation["responses"].setdefault(code, answer)
     _secret_only_on_create(schemas)
+    _list_bounds(schemas, generator)
+    _create_only(schemas, generator)
+    _request_patterns(schemas, generator)
+    info = result.setdefault("info", {})
+    info["description"] = info.get("description", "") + STORABLE_TEXT
     return result
+
+
+def _serializers(schemas: dict, generator):
+    """(component schema, serializer instance) of every serializer component."""
+    # the registry maps each schema component to its serializer (no public accessor for this)
+    for component in getattr(generator.registry, "_components", {}).values():
+        schema = schemas.get(component.name)
+        serializer = force_instance(component.object)
+        if schema and isinstance(serializer, serializers.Serializer):
+            yield component.name, schema, serializer
+
+
+def _create_only(schemas: dict, generator) -> None:
+    """A PATCH body has no fields fixed at creation (a serializer's `create_only`, e.g. a node's
+    name): sending one is refused unless it is unchanged, so the schema does not offer it."""
+    for name, schema, serializer in _serializers(schemas, generator):
+        fixed = getattr(serializer, "create_only", ())
+        if not name.startswith("Patched") or not fixed:
+            continue
+        for field in fixed:
+            schema.get("properties", {}).pop(field, None)
+        if "required" in schema:
+            schema["required"] = [field for field in schema["required"] if field not in fixed]
+
+
+def _request_patterns(schemas: dict, generator) -> None:
+    """A field's `request_pattern` (e.g. a webhook's URL) in place of its format, in request
+    bodies only: what a client may send, narrower than what an answer may show."""
+    for name, schema, serializer in _serializers(schemas, generator):
+        if not name.endswith("Request"):
+            continue
+        for field_name, field in serializer.fields.items():
+            prop = schema.get("properties", {}).get(field_name)
+            pattern = getattr(field, "request_pattern", None)
+            if prop is not None and pattern:
+                prop.pop("format", None)
+                prop["pattern"] = pattern
+
+
+def _list_bounds(schemas: dict, generator) -> None:
+    """minItems/maxItems of lists the serializers bound (`allow_empty=False`, `min_length`,
+    `max_length` of a `many=True` serializer or a ListField), which drf-spectacular leaves out:
+    an empty bulk submission is refused, so the schema must say at least one."""
+    for _, schema, serializer in _serializers(schemas, generator):
+        for name, field in serializer.fields.items():
+            prop = schema.get("properties", {}).get(name)
+            if prop is not None and prop.get("type") == "array":
+                _bound(prop, field)
+
+
+def _bound(prop: dict, field) -> None:
+    """Set the item bounds of one array property from its field."""
+    if not isinstance(field, serializers.ListSerializer | serializers.ListField):
+        return
+    least = field.min_length or 0
+    if not field.allow_empty:
+        least = max(least, 1)
+    if least:
+        prop["minItems"] = max(prop.get("minItems", 0), least)
+    if field.max_length is not None:
+        prop["maxItems"] = min(prop.get("maxItems", field.max_length), field.max_length)
 
 
 def _secret_only_on_create(schemas: dict) -> None:

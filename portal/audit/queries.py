@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from portal.audit.models import AuditEntry
+from portal.core.moments import in_utc
 
 # The action codes the portal records (an edit in Django's admin is `<model>.created|changed|
 # deleted` of the model edited), for the page's suggestions
@@ -76,7 +77,7 @@ def parse_moment(raw: str, *, end: bool = False) -> datetime | None:
         return None
     if moment is not None and timezone.is_naive(moment):
         moment = timezone.make_aware(moment, UTC)
-    return moment
+    return moment if moment is None else in_utc(moment)
 
 
 FIELDS = ["time", "actor_username", "address", "action", "target_type", "target_id",

@@ -31,6 +31,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from portal import access
+from portal.core.moments import in_utc
 from portal.jobs.models import JobRun, UsageRollup
 from portal.jobs.usage import UNITS_PER_GPU_HOUR, Span, hours, micros, milli_gpus, spans
 from portal.tenancy.models import Project
@@ -95,11 +96,13 @@ def moment(raw: str, *, end: bool = False) -> datetime | None:
             day = date.fromisoformat(raw) + timedelta(days=1 if end else 0)
             return datetime.combine(day, time.min, tzinfo=timezone.get_default_timezone())
         parsed = datetime.fromisoformat(raw.replace("Z", "+00:00")) if len(raw) < 40 else None
+    except OverflowError:  # the day after 9999-12-31
+        return datetime.max.replace(tzinfo=UTC)
     except ValueError:
         return None
     if parsed is not None and timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed)
-    return parsed
+    return parsed if parsed is None else in_utc(parsed)
 
 
 def _start_of(moment_: datetime, period: str) -> date:

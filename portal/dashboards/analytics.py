@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection
 from django.db.models import Avg, Count, Func, IntegerField, Q, Sum
 
+from portal.core.moments import in_utc
 from portal.jobs.models import UsageRollup, UsageSample
 from portal.tenancy.models import Project
 
@@ -324,7 +325,7 @@ def parse_range(raw_from: str | None, raw_to: str | None, now: datetime) -> tupl
         if parsed is None:
             errors[field] = [f"{raw[:64]!r} is not an ISO 8601 date and time"]
             continue
-        values[field] = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        values[field] = in_utc(parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
     if errors:
         return None, None, errors
     end = values["to"]

@@ -7,6 +7,7 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.utils import timezone
 
+from portal.core.moments import in_utc
 from portal.jobs.models import HOLDING, Job, JobType, Status
 from portal.tenancy.models import Project
 
@@ -78,9 +79,11 @@ def _moment(raw: str, end: bool) -> tuple[datetime | None, str]:
             moment = datetime.combine(day + timedelta(days=1 if end else 0), time.min)
         else:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except OverflowError:  # the day after 9999-12-31: no end at all
+        moment = datetime.max
     except ValueError:
         return None, f"{raw[:40]!r} is not a date (2026-11-25) or a date and time " \
                      "(2026-11-25T12:04, 2026-11-25T12:04:00Z)"  # fmt: skip
     if timezone.is_naive(moment):
         moment = timezone.make_aware(moment)
-    return moment, ""
+    return in_utc(moment), ""

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from rest_framework import serializers
 
+from portal.api.fields import StrictModelSerializer
 from portal.api.serializers.jobs import _no_django_validation_error
 from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import MAX_GPUS_PER_NODE, Node
@@ -53,8 +54,10 @@ def node_requests(jobs: Iterable[Job] | None = None) -> dict[str, tuple[int, int
     return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
 
 
-class NodeSerializer(serializers.ModelSerializer):
+class NodeSerializer(StrictModelSerializer):
     """A node; `devices` and `allocated_gpus` are read-only and come from the jobs' placements."""
+
+    create_only = ("name",)  # a PATCH refuses another; not in its schema (portal/api/schema.py)
 
     name = serializers.CharField(
         max_length=253, validators=[_no_django_validation_error(validate_dns_subdomain)]

@@ -15,6 +15,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
 from portal import access
+from portal.api.fields import StrictBooleanField
 from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
@@ -110,7 +111,7 @@ class VolumeSerializer(serializers.Serializer):
     mount_path = serializers.CharField(
         max_length=1024, trim_whitespace=False, validators=[mount_path]
     )
-    read_only = serializers.BooleanField(default=False)
+    read_only = StrictBooleanField(default=False)
 
 
 class JobSerializer(serializers.ModelSerializer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.api.fields import StrictSlugRelatedField
 from portal.tenancy.models import GroupRoleRule, Project, Role
 
 GROUP_MAX = GroupRoleRule._meta.get_field("group").max_length
@@ -16,7 +17,7 @@ class SSORuleSerializer(serializers.ModelSerializer):
         max_length=GROUP_MAX,
         help_text="the group's name exactly as the identity provider's groups claim sends it",
     )
-    project = serializers.SlugRelatedField(
+    project = StrictSlugRelatedField(
         slug_field="name",
         queryset=Project.objects.all(),
         error_messages={"does_not_exist": "No project named {value!r}."},

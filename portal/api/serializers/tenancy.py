@@ -8,6 +8,8 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from portal.api.errors import MISSING
+from portal.api.fields import StrictModelSerializer
 from portal.api.serializers.jobs import dns_label
 from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
@@ -40,6 +42,8 @@ MIN_RUNTIME = {
 
 class ProjectSerializer(serializers.ModelSerializer):
     """A project's settings; usage figures are read-only (annotated by the view's queryset)."""
+
+    create_only = ("name",)  # a PATCH refuses another; not in its schema (portal/api/schema.py)
 
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
     quota = serializers.DecimalField(**GPUS)
@@ -182,17 +186,19 @@ class MembershipSerializer(serializers.ModelSerializer):
     def validate_username(self, username: str):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
-            raise serializers.ValidationError(f"no user named {username!r}")
+            raise serializers.ValidationError(f"no user named {username!r}", code=MISSING)
         return user
 
 
-class UserSerializer(serializers.ModelSerializer):
+class UserSerializer(StrictModelSerializer):
     """A portal account; the password is write-only and checked by Django's validators."""
 
     username = serializers.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
     password = serializers.CharField(
-        write_only=True, max_length=128, style={"input_type": "password"}
-    )
+        write_only=True, max_length=128, style={"input_type": "password"},
+        help_text="checked by Django's password validators: at least 8 characters, not a common "
+        "password, not all digits, not like the username or email",
+    )  # fmt: skip
 
     class Meta:
         model = get_user_model()
@@ -208,8 +214,11 @@ class UserSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class AccountSerializer(serializers.ModelSerializer):
+class AccountSerializer(StrictModelSerializer):
     """A portal account as a cluster admin changes it: active or not, cluster admin or not."""
+
+    # an account may have no email address: "" (so the schema's format email allows it)
+    email = serializers.EmailField(read_only=True, allow_blank=True)
 
     class Meta:
         model = get_user_model()

@@ -16,12 +16,13 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
+from portal.api.fields import DATE_OR_TIME, refuse_empty
 from portal.api.serializers.accounting import AccountingSerializer
 from portal.api.views.jobs import CSVRenderer
 from portal.dashboards import accounting
@@ -32,11 +33,13 @@ PARAMETERS = [
                      description="project (default), department or user"),
     OpenApiParameter("period", str, enum=list(accounting.PERIODS),
                      description="day (default) or month, from midnight in the portal's zone"),
-    OpenApiParameter("since", str, description="ISO 8601 date or time (default: 7 days or 3 "
-                     "months back, whole periods)"),
-    OpenApiParameter("until", str, description="ISO 8601 date (that day included) or time, "
+    OpenApiParameter("since", DATE_OR_TIME, description="a date or a time (default: 7 days or 3 "
+                     f"months back, whole periods); before until, at most {accounting.MAX_DAYS} "
+                     "days before it"),
+    OpenApiParameter("until", DATE_OR_TIME, description="a date (that day included) or a time, "
                      "exclusive (default: now)"),
-    OpenApiParameter("project", str, description="only this project (one you may see)"),
+    OpenApiParameter("project", str, description="only this project (one you may see; another "
+                     "is a 404 naming it)"),
     OpenApiParameter("user", str, description="only this user's runs (a username)"),
 ]  # fmt: skip
 
@@ -65,8 +68,12 @@ class Accounting(APIView):
 
 
 def report_for(user, params) -> Report:
-    """The report `params` ask for, over what `user` may see; a bad parameter is a 400."""
+    """The report `params` ask for, over what `user` may see; a bad parameter is a 400, a project
+    the user may not see (or that does not exist) a 404 naming it."""
+    refuse_empty(params, ("since", "until"), "a date or a date and time")
     report, errors = accounting.for_user(user, params, timezone.now())
+    if set(errors) == {"project"}:  # well formed, but no project this user may see
+        raise NotFound(errors)
     if errors:
         raise ValidationError(errors)
     return report

@@ -15,6 +15,7 @@ from rest_framework import generics
 from rest_framework.exceptions import ValidationError
 from rest_framework.settings import api_settings
 
+from portal.api.fields import DATE_OR_TIME, IP_ADDRESS, refuse_empty
 from portal.api.permissions import IsClusterAdmin
 from portal.api.serializers.audit import AuditEntrySerializer
 from portal.api.views.jobs import CSVRenderer
@@ -25,9 +26,9 @@ FILTER_PARAMETERS = [
     OpenApiParameter("action", str, description="action code prefix, e.g. `job.` or `auth.login`"),
     OpenApiParameter("target", str, description="text in the target's label (any case)"),
     OpenApiParameter("target_type", str, description="project, job, user, node, membership, ..."),
-    OpenApiParameter("since", str, description="ISO 8601 time or date (UTC without an offset)"),
-    OpenApiParameter("until", str, description="ISO 8601 time or date (a date: its end)"),
-    OpenApiParameter("address", str, description="client IP address (exact)"),
+    OpenApiParameter("since", DATE_OR_TIME, description="a time or date (UTC without an offset)"),
+    OpenApiParameter("until", DATE_OR_TIME, description="a time or date (a date: its end)"),
+    OpenApiParameter("address", IP_ADDRESS, description="client IP address (exact)"),
 ]
 
 
@@ -42,7 +43,10 @@ class AuditList(generics.ListAPIView):
     http_method_names = ["get", "head", "options"]
 
     def get_queryset(self):
-        entries, errors = filter_entries(self.request.query_params)
+        params = self.request.query_params
+        refuse_empty(params, ("since", "until"), "a date or a date and time")
+        refuse_empty(params, ("address",), "an IP address")
+        entries, errors = filter_entries(params)
         if errors:
             raise ValidationError(errors)
         return entries

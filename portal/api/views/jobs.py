@@ -7,7 +7,12 @@ import io
 
 from django.conf import settings
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
@@ -17,6 +22,13 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from portal import access
+from portal.api.fields import (
+    DATE_OR_TIME,
+    DATE_TIME,
+    WHOLE_NUMBER,
+    refuse_empty,
+    whole_number,
+)
 from portal.api.permissions import IsClusterAdmin, MaySubmit
 from portal.api.serializers.jobs import (
     BulkJobsSerializer,
@@ -38,11 +50,14 @@ ORDERINGS = ("id", "-id")  # submission order, or newest first
 # project row has some thirty columns, a user's its password hash: a page of 50 jobs builds them).
 LISTED = (*(field.name for field in Job._meta.concrete_fields), "project__name", "user__username")
 TAIL_MAX = 10_000
+RUN_MAX = 2**31 - 1  # a run's number is a PostgreSQL integer
+MAX_STEP = 86400 * 30  # an analytics point: at most 30 days
 
 
 def filtered(jobs, params) -> object:
     """`jobs` narrowed by the history filters (`portal.jobs.queries.history`), in submission
     order or, with ?ordering=-id, newest first; any bad filter is a 400 naming it."""
+    refuse_empty(params, ("since", "until"), "a date or a date and time")
     jobs, errors = queries.history(jobs, params)
     ordering = params.get("ordering") or "id"
     if ordering not in ORDERINGS:
@@ -61,25 +76,34 @@ class JobMixin:
         return job
 
 
-@extend_schema(
-    parameters=[
-        OpenApiParameter("project", str, description="only this project's jobs"),
-        OpenApiParameter(
-            "status",
-            str,
-            description="one status or several, comma-separated: "
-            f"{', '.join(Status.values)} (e.g. Succeeded,Failed,TimedOut,Stopped for history)",
-        ),
-        OpenApiParameter("type", str, enum=JobType.values),
-        OpenApiParameter("user", str, description="only jobs submitted by this username"),
-        OpenApiParameter(
-            "since", str, description="submitted at or after (ISO 8601 date or date and time)"
-        ),
-        OpenApiParameter(
-            "until", str, description="submitted before (ISO 8601; a bare date: that whole day)"
-        ),
-        OpenApiParameter("ordering", str, enum=ORDERINGS, description="-id: newest first"),
-    ]
+STATUS_NAMES = "|".join(Status.values)
+# what queries.history reads: names separated by commas, spaces around them and empty ones ignored
+STATUS_LIST = rf"^\s*(?:(?:{STATUS_NAMES})\s*)?(?:,\s*(?:(?:{STATUS_NAMES})\s*)?)*$"
+
+
+@extend_schema_view(
+    get=extend_schema(
+        parameters=[
+            OpenApiParameter("project", str, description="only this project's jobs"),
+            OpenApiParameter(
+                "status",
+                {"type": "string", "pattern": STATUS_LIST},
+                description="one status or several, comma-separated: "
+                f"{', '.join(Status.values)} (e.g. Succeeded,Failed,TimedOut,Stopped for history)",
+            ),
+            OpenApiParameter("type", str, enum=JobType.values),
+            OpenApiParameter("user", str, description="only jobs submitted by this username"),
+            OpenApiParameter(
+                "since",
+                DATE_OR_TIME,
+                description="submitted at or after (a date or a date and time)",
+            ),
+            OpenApiParameter(
+                "until", DATE_OR_TIME, description="submitted before (a bare date: that whole day)"
+            ),
+            OpenApiParameter("ordering", str, enum=ORDERINGS, description="-id: newest first"),
+        ]
+    )
 )
 class JobList(generics.ListCreateAPIView):
     """GET the jobs you may see, finished ones included until the retention setting prunes them
@@ -211,8 +235,16 @@ class JobLogs(JobMixin, APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("tail", int, description=f"1..{TAIL_MAX}, default 200"),
-            OpenApiParameter("run", int, description="a run's number (default: the latest)"),
+            OpenApiParameter(
+                "tail",
+                {"type": "integer", "minimum": 1, "maximum": TAIL_MAX},
+                description=f"1..{TAIL_MAX}, default 200",
+            ),
+            OpenApiParameter(
+                "run",
+                {"type": "integer", "minimum": 1, "maximum": RUN_MAX},
+                description="a run's number (default: the latest)",
+            ),
         ],
         responses=inline_serializer(
             "JobLogs",
@@ -228,8 +260,8 @@ class JobLogs(JobMixin, APIView):
     )
     def get(self, request, project: str, name: str) -> Response:
         job = self.job()
-        tail = parse_tail(request.query_params.get("tail", "200"))
-        run = self.run(job, request.query_params.get("run"))
+        tail = whole_number(request.query_params, "tail", 1, TAIL_MAX, 200)
+        run = self.run(job, whole_number(request.query_params, "run", 1, RUN_MAX))
         if run is not None and run.ended_at is None and job.holds_gpus:
             lines = job_logs(job, tail)  # the run going on: from the cluster
         else:
@@ -246,28 +278,15 @@ class JobLogs(JobMixin, APIView):
         )
 
     @staticmethod
-    def run(job: Job, raw: str | None) -> JobRun | None:
-        """Run `raw` of the job (a 400 for a bad number, 404 for none such), else its latest."""
+    def run(job: Job, number: int | None) -> JobRun | None:
+        """Run `number` of the job (a 404 for none such), else its latest."""
         runs = JobRun.objects.filter(job=job).only("number", "ended_at", "logs")
-        if raw is None:
+        if number is None:
             return runs.order_by("-number").first()
-        if not raw.isdigit() or int(raw) < 1:
-            raise ValidationError({"run": [f"must be a run number (1, 2, ...), not {raw[:32]!r}"]})
-        run = runs.filter(number=int(raw)).first()
+        run = runs.filter(number=number).first()
         if run is None:
-            raise NotFound({"run": [f"job {job.project.name}/{job.name} has no run {raw}"]})
+            raise NotFound({"run": [f"job {job.project.name}/{job.name} has no run {number}"]})
         return run
-
-
-def parse_tail(raw: str) -> int:
-    """?tail= as an int in 1..TAIL_MAX, or a 400 naming it."""
-    try:
-        tail = int(raw)
-    except ValueError:
-        raise ValidationError({"tail": [f"must be an integer, not {raw!r}"]}) from None
-    if not 1 <= tail <= TAIL_MAX:
-        raise ValidationError({"tail": [f"must be between 1 and {TAIL_MAX}"]})
-    return tail
 
 
 class JobShell(JobMixin, APIView):
@@ -358,14 +377,24 @@ class AnalyticsAllocation(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("from", str, description="ISO 8601 start (default: to - 24 h)"),
-            OpenApiParameter("to", str, description="ISO 8601 end (default: now)"),
-            OpenApiParameter("step", int, description=f"seconds per point, 1..{86400 * 30}"),
+            OpenApiParameter(
+                "from",
+                DATE_TIME,
+                description="start (default: to - 24 h); before 'to', at most 400 days before it",
+            ),
+            OpenApiParameter("to", DATE_TIME, description="end (default: now)"),
+            OpenApiParameter(
+                "step",
+                {"type": "integer", "minimum": 1, "maximum": MAX_STEP},
+                description=f"seconds per point, 1..{MAX_STEP}, at most "
+                f"{analytics.MAX_POINTS} points (default: a nice step giving at most that many)",
+            ),
         ],
         responses={200: dict},
     )
     def get(self, request) -> Response:
         params = request.query_params
+        refuse_empty(params, ("from", "to"), "a date and time")
         start, end, errors = analytics.parse_range(params.get("from"), params.get("to"),
                                                    timezone.now())  # fmt: skip
         if errors:
@@ -385,15 +414,12 @@ class AnalyticsAllocation(APIView):
 
 def parse_step(raw: str | None, start, end) -> int:
     """?step= in seconds (10 s .. 30 days, at most MAX_POINTS points), or the automatic one."""
-    if raw in (None, ""):
+    if raw is None:
         return analytics.auto_step(start, end, settings.ALLOT_USAGE_SAMPLE_INTERVAL_S)
-    try:
-        step = int(raw)
-    except ValueError:
-        message = f"must be a whole number of seconds, not {raw[:32]!r}"
-        raise ValidationError({"step": [message]}) from None
-    if not 1 <= step <= 86400 * 30:
-        raise ValidationError({"step": ["must be between 1 and 2592000 seconds"]})
+    if not (WHOLE_NUMBER.fullmatch(raw) and 1 <= int(raw) <= MAX_STEP):
+        message = f"must be a whole number of seconds between 1 and {MAX_STEP}"
+        raise ValidationError({"step": [message]})
+    step = int(raw)
     points = (end - start).total_seconds() / step
     if points > analytics.MAX_POINTS:
         raise ValidationError(

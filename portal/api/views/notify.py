@@ -9,14 +9,29 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 
 from portal import access
+from portal.api.fields import StrictModelSerializer
 from portal.notify import services, targets
 from portal.notify.models import Delivery, Preference, Webhook
 
+# What the schema offers for a new webhook's URL: an http(s) URL with a host name (DNS labels,
+# a top-level domain of letters) and a plain path, a subset of what Django's URLValidator takes.
+# A name is resolved when the webhook is saved and at every delivery: one that resolves to a
+# private, loopback or metadata address is refused then (portal.notify.targets), which no
+# pattern can say. Responses show the URL as saved.
+LABEL = "[a-z0-9](?:[a-z0-9-]{0,40}[a-z0-9])?"  # short: a host name is at most 253
+WEBHOOK_URL = rf"^https?://{LABEL}(?:\.{LABEL}){{0,3}}\.[a-z]{{2,63}}(?:/[A-Za-z0-9._~-]*)*$"
 
-class WebhookSerializer(serializers.ModelSerializer):
+
+class WebhookURLField(serializers.URLField):
+    """A webhook's URL, WEBHOOK_URL in the request bodies' schema (portal/api/schema.py)."""
+
+    request_pattern = WEBHOOK_URL
+
+
+class WebhookSerializer(StrictModelSerializer):
     """A webhook; its secret is shown once, in the answer to the POST that creates it."""
 
-    url = serializers.URLField(max_length=2000)
+    url = WebhookURLField(max_length=2000)
 
     class Meta:
         model = Webhook
@@ -46,9 +61,10 @@ class DeliverySerializer(serializers.ModelSerializer):
         model = Delivery
         fields = ["id", "event", "job_name", "payload", "attempts", "status_code", "error",
                   "delivered", "created_at", "last_attempt_at"]  # fmt: skip
+        read_only_fields = fields
 
 
-class PreferenceSerializer(serializers.ModelSerializer):
+class PreferenceSerializer(StrictModelSerializer):
     """Which notifications the signed-in user gets."""
 
     class Meta:

@@ -70,7 +70,7 @@ REST = [
     ("audit-list", "delete", f"{A}/audit/", None, (405, 403, 403, 403)),
     ("analytics-allocation", "get", f"{A}/analytics/allocation/", None, (200, 200, 200, 200)),
     ("accounting-report", "get", f"{A}/accounting/?group_by=user", None, (200, 200, 200, 200)),
-    ("accounting-report", "get", f"{A}/accounting/?project=team-a", None, (200, 200, 200, 400)),
+    ("accounting-report", "get", f"{A}/accounting/?project=team-a", None, (200, 200, 200, 404)),
     ("scheduler-cycles", "get", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("scheduler-cycles", "post", f"{A}/scheduler/cycles/", None, (200, 403, 403, 403)),
     ("auth-token", "post", f"{A}/auth/token/", {}, (400, 400, 400, 400)),

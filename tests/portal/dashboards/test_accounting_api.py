@@ -172,8 +172,9 @@ def test_an_outsider_sees_nothing_of_other_teams(api, week):
     body = get(api, week["eve"], **WEEK, group_by="user")
     assert totals(body, "user") == {"eve": 7.0}
     response = api(week["eve"]).get(URL, {**WEEK, "project": "team-a"})
-    assert response.status_code == 400
+    assert response.status_code == 404  # as for a project there is not: nothing said of it
     missing = api(week["eve"]).get(URL, {**WEEK, "project": "no-such-team"})
+    assert missing.status_code == 404
     assert response.json()["project"][0].replace("team-a", "X") == missing.json()["project"][
         0].replace("no-such-team", "X")  # fmt: skip
     assert b"alice" not in b"".join(csv_of_bytes(api, week["eve"]))
@@ -194,7 +195,6 @@ def csv_of_bytes(api, user):
         ({"until": "2026-13-01"}, "until"),
         ({"since": "2026-11-20", "until": "2026-11-19"}, "since"),
         ({"since": "2024-01-01", "until": "2026-01-01"}, "since"),
-        ({"project": "x" * 500}, "project"),
     ],
 )
 def test_bad_parameters_are_400_naming_the_field(api, week, params, field):

@@ -1,0 +1,333 @@
+"""The API takes what its OpenAPI schema says and refuses the rest, naming the field (issue 22
+item 9: Schemathesis's negative_data_rejection and positive_data_acceptance checks, each case it
+found as a focused test)."""
+
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+from django.core.management import call_command
+from rest_framework import serializers
+
+import portal.api.serializers
+import portal.api.views
+from portal.api.fields import StrictBooleanField
+from portal.notify.models import Preference
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def schema(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The OpenAPI schema as served, parsed once."""
+    import yaml
+
+    path = tmp_path_factory.mktemp("schema") / "schema.yaml"
+    with django_db_blocker.unblock():
+        call_command("spectacular", "--file", str(path))
+    return yaml.safe_load(path.read_text())
+
+
+def query_parameters(schema: dict, path: str, method: str = "get") -> dict:
+    operation = schema["paths"][path][method]
+    return {p["name"]: p["schema"] for p in operation.get("parameters", []) if p["in"] == "query"}
+
+
+# --- page and page_size --------------------------------------------------------------------------
+
+LISTS = ["/api/v1/projects/", "/api/v1/jobs/", "/api/v1/nodes/", "/api/v1/auth/tokens/"]
+
+
+@pytest.mark.parametrize("path", LISTS)
+@pytest.mark.parametrize(
+    "value", ["null", "", "0", "1001", "-1", "1.5", "+5", " 5", "\uff15", "true"]
+)
+def test_a_page_size_that_is_not_a_whole_number_from_1_to_1000_is_a_400_naming_it(
+    api, member, path, value
+):
+    response = api(member).get(path, {"page_size": value})
+    assert response.status_code == 400, response.content
+    assert response.json() == {"page_size": ["must be a whole number from 1 to 1000"]}
+
+
+@pytest.mark.parametrize("value", ["null", "", "0", "-2", "last", "1e3", "1.0"])
+def test_a_page_that_is_not_a_whole_number_is_a_400_naming_it(api, member, value):
+    response = api(member).get("/api/v1/projects/", {"page": value})
+    assert response.status_code == 400, response.content
+    assert response.json() == {"page": ["must be a whole number from 1 to 1000000"]}
+
+
+def test_good_pages_are_served_and_a_page_past_the_last_is_a_404(api, cluster_admin):
+    client = api(cluster_admin)
+    for i in range(3):
+        client.post("/api/v1/projects/", {"name": f"p{i}", "quota": 1}, format="json")
+    second = client.get("/api/v1/projects/", {"page_size": "2", "page": "2"}).json()
+    assert (second["count"], len(second["results"]), second["next"]) == (3, 1, None)
+    assert len(client.get("/api/v1/projects/", {"page_size": "1000"}).json()["results"]) == 3
+    assert client.get("/api/v1/projects/", {"page": "3", "page_size": "2"}).status_code == 404
+
+
+def test_the_schema_bounds_page_and_page_size_on_every_list(schema):
+    lists = [path for path, ops in schema["paths"].items()
+             if "get" in ops if "page_size" in query_parameters(schema, path)]  # fmt: skip
+    assert len(lists) >= 10, lists
+    for path in lists:
+        parameters = query_parameters(schema, path)
+        assert parameters["page_size"] == {"type": "integer", "minimum": 1, "maximum": 1000}
+        assert parameters["page"] == {"type": "integer", "minimum": 1, "maximum": 1_000_000}
+
+
+# --- booleans ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, 1, "true", "false", "yes", "on", [], {}])
+def test_a_notification_setting_that_is_not_a_json_boolean_is_a_400_naming_it(api, member, value):
+    response = api(member).patch("/api/v1/me/notifications/", {"browser": value}, format="json")
+    assert response.status_code == 400, response.content
+    assert list(response.json()) == ["browser"]
+    assert "must be true or false (a JSON boolean)" in response.json()["browser"][0]
+    assert not Preference.objects.filter(user=member).exists()
+
+
+def test_json_booleans_are_taken(api, member):
+    response = api(member).patch("/api/v1/me/notifications/", {"browser": False}, format="json")
+    assert response.status_code == 200 and response.json() == {"email": True, "browser": False}
+
+
+def test_a_node_cordon_and_a_volume_take_json_booleans_only(api, cluster_admin, team_a, nodes):
+    client = api(cluster_admin)
+    refused = client.patch("/api/v1/nodes/dgx1-1/", {"schedulable": "false"}, format="json")
+    assert refused.status_code == 400 and list(refused.json()) == ["schedulable"]
+    assert client.patch("/api/v1/nodes/dgx1-1/", {"schedulable": False},
+                        format="json").status_code == 200  # fmt: skip
+    job = {"project": "team-a", "name": "v", "gpus": 1,
+           "volumes": [{"pvc": "data", "mount_path": "/data", "read_only": 1}]}  # fmt: skip
+    refused = client.post("/api/v1/jobs/", job, format="json")
+    assert refused.status_code == 400, refused.content
+    assert "read_only" in str(refused.json()["volumes"])
+
+
+def _serializer_classes():
+    """Every serializer class defined in the API's modules."""
+    modules = [portal.api.serializers, portal.api.views]
+    for package in modules:
+        for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+            module = importlib.import_module(info.name)
+            for _, value in inspect.getmembers(module, inspect.isclass):
+                if (
+                    issubclass(value, serializers.BaseSerializer)
+                    and value.__module__ == module.__name__
+                ):
+                    yield value
+
+
+def _lenient_booleans(serializer, where: str):
+    for name, field in serializer.fields.items():
+        if isinstance(field, serializers.ListSerializer):
+            field = field.child
+        if isinstance(field, serializers.BaseSerializer):
+            yield from _lenient_booleans(field, f"{where}.{name}")
+        elif isinstance(field, serializers.BooleanField) and not field.read_only:
+            if not isinstance(field, StrictBooleanField):
+                yield f"{where}.{name}"
+
+
+def test_no_api_serializer_has_a_lenient_writable_boolean():
+    found = list(_serializer_classes())
+    assert len(found) > 20
+    lenient = [where for cls in found for where in _lenient_booleans(cls(), cls.__name__)]
+    assert lenient == []
+
+
+# --- the query parameters of analytics, logs, jobs and accounting --------------------------------
+
+ANALYTICS = "/api/v1/analytics/allocation/"
+
+
+@pytest.mark.parametrize("step", ["0", "-1", "1.5", "2592001", "", "ten", "٣"])
+def test_an_analytics_step_out_of_bounds_is_a_400_naming_it(api, member, step):
+    response = api(member).get(ANALYTICS, {"step": step})
+    assert response.status_code == 400
+    assert response.json() == {"step": ["must be a whole number of seconds between 1 and 2592000"]}
+
+
+def test_the_schema_bounds_the_analytics_step_and_says_the_times_are_date_times(schema):
+    parameters = query_parameters(schema, ANALYTICS)
+    assert parameters["step"] == {"type": "integer", "minimum": 1, "maximum": 2592000}
+    assert parameters["from"] == parameters["to"] == {"type": "string", "format": "date-time"}
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [({"tail": "0"}, "tail"), ({"tail": "10001"}, "tail"), ({"tail": "x"}, "tail"),
+     ({"run": "0"}, "run"), ({"run": "\u00b2"}, "run"), ({"run": ""}, "run")],
+)  # fmt: skip
+def test_a_log_tail_or_run_out_of_bounds_is_a_400_naming_it(api, member, nodes, query, field):
+    client = api(member)
+    client.post("/api/v1/jobs/", {"project": "team-a", "name": "j", "gpus": 1}, format="json")
+    response = client.get("/api/v1/jobs/team-a/j/logs/", query)
+    assert response.status_code == 400, response.content
+    assert list(response.json()) == [field]
+
+
+def test_the_job_filters_are_documented_on_the_list_only(schema):
+    assert query_parameters(schema, "/api/v1/jobs/", "post") == {}
+    parameters = query_parameters(schema, "/api/v1/jobs/")
+    dates = {"anyOf": [{"type": "string", "format": "date"},
+                       {"type": "string", "format": "date-time"}]}  # fmt: skip
+    assert parameters["since"] == parameters["until"] == dates
+    assert "pattern" in parameters["status"]
+
+
+@pytest.mark.parametrize(
+    ("status", "taken"),
+    [("Running", True), ("Succeeded, Failed", True), (" Pending ,", True), (",", True),
+     ("Runing", False), ("Running Pending", False), ("running", False)],
+)  # fmt: skip
+def test_the_status_pattern_says_what_the_filter_takes(api, member, schema, status, taken):
+    import re
+
+    pattern = query_parameters(schema, "/api/v1/jobs/")["status"]["pattern"]
+    assert bool(re.search(pattern, status)) is taken
+    assert (api(member).get("/api/v1/jobs/", {"status": status}).status_code == 200) is taken
+
+
+@pytest.mark.parametrize("moment", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00",
+                                    "0001-01-01", "9999-12-31"])  # fmt: skip
+def test_dates_at_the_ends_of_the_calendar_are_answered_not_a_500(api, member, moment):
+    client = api(member)
+    for field in ("since", "until"):
+        assert client.get("/api/v1/jobs/", {field: moment}).status_code == 200, (field, moment)
+
+
+def test_an_accounting_project_the_user_may_not_see_is_a_404_naming_it(api, member, team_b):
+    response = api(member).get("/api/v1/accounting/", {"project": "team-b"})
+    assert response.status_code == 404
+    assert response.json() == {"project": ["no project 'team-b' among those you may see"]}
+    bad = api(member).get("/api/v1/accounting/", {"project": "team-b", "until": "soon"})
+    assert bad.status_code == 400 and set(bad.json()) == {"project", "until"}
+
+
+# --- bodies --------------------------------------------------------------------------------------
+
+
+def test_an_empty_bulk_submission_is_a_400_and_the_schema_says_one_to_a_thousand(
+    api, member, schema
+):
+    response = api(member).post("/api/v1/jobs/bulk/", {"jobs": []}, format="json")
+    assert response.status_code == 400 and "jobs" in response.json()
+    jobs = schema["components"]["schemas"]["BulkJobsRequest"]["properties"]["jobs"]
+    assert (jobs["minItems"], jobs["maxItems"]) == (1, 1000)
+
+
+def test_a_nul_in_a_key_is_a_400_naming_where_and_the_schema_says_so(api, member, schema):
+    body = {"project": "team-a", "name": "x", "extra": [{"a\u0000b": 1}]}
+    response = api(member).post("/api/v1/jobs/", body, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"body": ["a key of extra[0] contains a NUL character"]}
+    assert "NUL character (U+0000)" in schema["info"]["description"]
+
+
+# --- objects named in a body ---------------------------------------------------------------------
+
+
+def test_a_member_who_is_no_user_is_a_404_naming_the_username(api, owner):
+    body = {"username": "nobody", "role": "viewer"}
+    response = api(owner).post("/api/v1/projects/team-a/members/", body, format="json")
+    assert response.status_code == 404
+    assert response.json() == {"username": ["no user named 'nobody'"]}
+
+
+def test_a_rule_for_no_project_is_a_404_and_a_project_that_is_no_string_a_400(
+    api, cluster_admin, team_a
+):
+    client = api(cluster_admin)
+    missing = client.post("/api/v1/sso/rules/", {"group": "g", "project": "nope"}, format="json")
+    assert missing.status_code == 404
+    assert missing.json() == {"project": ["No project named 'nope'."]}
+    Project = type(team_a)
+    Project.objects.create(name="0", quota=1)
+    number = client.post("/api/v1/sso/rules/", {"group": "g", "project": 0}, format="json")
+    assert number.status_code == 400
+    assert number.json() == {"project": ["must be a string, the name of one."]}
+    both = client.post("/api/v1/sso/rules/", {"group": "", "project": "nope"}, format="json")
+    assert both.status_code == 400 and set(both.json()) == {"group", "project"}
+
+
+def test_a_patch_body_does_not_offer_the_name_fixed_at_creation(schema):
+    components = schema["components"]["schemas"]
+    for name in ("Node", "Project"):
+        assert "name" in components[f"{name}Request"]["properties"]
+        assert "name" not in components[f"Patched{name}Request"]["properties"]
+
+
+def test_an_account_without_email_conforms_to_the_schema(api, cluster_admin, schema):
+    import jsonschema
+
+    account = api(cluster_admin).get("/api/v1/users/root/").json()
+    assert account["email"] == ""
+    email = schema["components"]["schemas"]["Account"]["properties"]["email"]
+    checker = jsonschema.Draft4Validator.FORMAT_CHECKER
+    jsonschema.validate("", {k: v for k, v in email.items() if k != "readOnly"},
+                        format_checker=checker)  # fmt: skip
+
+
+# --- moments the database could not take, and empty values ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("/api/v1/jobs/", "since"), ("/api/v1/accounting/", "until"),
+     ("/api/v1/analytics/allocation/", "to")],
+)  # fmt: skip
+def test_an_offset_past_postgresqls_15_59_is_answered_not_a_500(api, member, path, field):
+    response = api(member).get(path, {field: "2353-01-24T14:22:31.56+16:02"})
+    assert response.status_code in (200, 400), response.content  # never the DataError's 500
+    early = api(member).get("/api/v1/jobs/", {"since": "0001-01-01T00:00:00+23:59"})
+    assert early.status_code == 200
+
+
+def test_an_audit_time_with_a_large_offset_is_answered(api, cluster_admin):
+    response = api(cluster_admin).get("/api/v1/audit/", {"until": "2030-01-01T00:00:00-23:59"})
+    assert response.status_code == 200, response.content
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [("/api/v1/jobs/", "until"), ("/api/v1/jobs/", "since"), ("/api/v1/accounting/", "until"),
+     ("/api/v1/analytics/allocation/", "from")],
+)  # fmt: skip
+def test_an_empty_moment_is_a_400_naming_it(api, member, path, field):
+    response = api(member).get(path, {field: ""})
+    assert response.status_code == 400
+    assert list(response.json()) == [field] and "not empty" in response.json()[field][0]
+
+
+def test_an_empty_audit_address_is_a_400_naming_it(api, cluster_admin):
+    response = api(cluster_admin).get("/api/v1/audit/", {"address": " "})
+    assert response.status_code == 400 and response.json() == {
+        "address": ["must be an IP address, not empty"]
+    }
+
+
+def test_a_webhook_url_the_schema_offers_is_one_the_api_takes(api, owner, schema):
+    import re
+
+    pattern = schema["components"]["schemas"]["WebhookRequest"]["properties"]["url"]["pattern"]
+    client = api(owner)
+    for url in ("https://0.com", "http://hooks.example-a.invalid/a/b.c"):
+        assert re.search(pattern, url)
+        made = client.post("/api/v1/projects/team-a/webhooks/", {"url": url}, format="json")
+        assert made.status_code == 201, made.content
+    for url in ("http://127.0.0.1/", "ftp://a.com", "https://a.com:99999/"):
+        assert not re.search(pattern, url)
+        refused = client.post("/api/v1/projects/team-a/webhooks/", {"url": url}, format="json")
+        assert refused.status_code == 400 and "url" in refused.json()
+
+
+def test_a_not_found_project_in_the_accounting_csv_is_a_documented_404(api, member, schema):
+    content = schema["paths"]["/api/v1/accounting/"]["get"]["responses"]["404"]["content"]
+    assert "text/csv" in content
+    response = api(member).get("/api/v1/accounting/", {"project": "nope", "format": "csv"})
+    assert response.status_code == 404 and response["Content-Type"].startswith("text/csv")
