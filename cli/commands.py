@@ -116,8 +116,7 @@ def login(url, token, username, password_stdin):
             password = sys.stdin.readline().rstrip("\r\n")
         else:
             password = click.prompt("Password", hide_input=True)
-        answer = Api(url, None).call("POST", "auth/token/", json={
-            "username": username, "password": password, "name": _token_name()})  # fmt: skip
+        answer = _sign_in(url, username, password)
         token, who = answer["token"], f" as {answer['username']}"
     visible = Api(url, token).call("GET", "projects/", params={"page_size": 1})
     path = config.write({"url": url.rstrip("/"), "token": token})
@@ -141,6 +140,21 @@ def logout():
         click.echo("The token was not valid any more; forgotten.")
     else:
         click.echo(f"Logged out of {settings.url}: the token is revoked and forgotten.")
+
+
+def _sign_in(url: str, username: str, password: str) -> dict:
+    """A new token for `username` (POST /auth/token/); a refused pair (the portal's 401) is said
+    as the portal says it, without the "not logged in" hint meant for a refused token."""
+    api = Api(url, None)
+    body = {"username": username, "password": password, "name": _token_name()}
+    response = api.send("POST", "auth/token/", json=body)
+    if response.status_code == 401:
+        try:
+            reason = response.json().get("detail")
+        except (ValueError, AttributeError):
+            reason = None
+        raise CliError(reason or "wrong username or password")
+    return api.answer(response)
 
 
 def _token_name() -> str:

@@ -13,13 +13,14 @@ from django.contrib.auth import authenticate, get_user_model
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import generics, status
-from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.exceptions import AuthenticationFailed, Throttled, ValidationError
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.serializers import CharField, ListField
 from rest_framework.views import APIView
 
 from portal import access
+from portal.api.authentication import ApiTokenAuthentication
 from portal.api.permissions import IsClusterAdmin
 from portal.api.serializers.tokens import (
     IssuedTokenSerializer,
@@ -36,7 +37,9 @@ class ObtainToken(APIView):
     """POST a username and password (and a `name`, an `expires_in`): a new API token, its key
     shown this once (`allot login`). DELETE (signed in with a token): revoke that token.
 
-    A wrong pair is a 400 that does not say which half was wrong. Signing in needs no
+    A wrong pair is a 401 (with `WWW-Authenticate: Token`, the scheme the API takes) that does
+    not say which half was wrong; a body that is not a username and password is a 400 naming the
+    field. Signing in needs no
     credentials (a stale token in the header must not stop a login); revoking does. Password
     tries are throttled per client address, and too many failures for an account or from an
     address lock both out for a while (django-axes, as at /login/ and /admin/login/): a 429
@@ -51,6 +54,11 @@ class ObtainToken(APIView):
 
     def get_permissions(self):
         return [AllowAny()] if self._signing_in() else [IsAuthenticated()]
+
+    def get_authenticate_header(self, request) -> str:
+        # signing in uses no authenticator, but a refused password is still a 401: it needs a
+        # challenge, and the API's scheme is the token it is asking for
+        return ApiTokenAuthentication().authenticate_header(request)
 
     def _signing_in(self) -> bool:
         # no request yet while the schema generator builds its mock one
@@ -67,7 +75,7 @@ class ObtainToken(APIView):
         if getattr(request, "axes_locked_out", False):
             raise Throttled(wait=lockout_minutes() * 60, detail=lockout_message())
         if user is None:
-            raise ValidationError({"password": ["wrong username or password"]})
+            raise AuthenticationFailed("wrong username or password")
         token, key = services.issue_token(user, fields["name"], fields["expires_in"])
         audit.record("auth.login", user, actor=user, note=f"via {request.path}")  # no session
         shown = TokenSerializer(token, context={"request": request}).data

@@ -19,10 +19,22 @@ def test_a_username_and_password_give_a_new_token_each_time_and_the_first_still_
 
 
 @pytest.mark.parametrize(
+    "body",
+    [
+        {"username": "bob", "password": "wrong"},
+        {"username": "nobody", "password": "x-test-password-1"},
+    ],
+)
+def test_a_wrong_username_or_password_is_a_401_with_a_challenge_not_saying_which(api, member, body):
+    response = api().post("/api/v1/auth/token/", body, format="json")
+    assert response.status_code == 401
+    assert response.json() == {"detail": "wrong username or password"}
+    assert response["WWW-Authenticate"] == "Token"
+
+
+@pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"username": "bob", "password": "wrong"}, "password"),
-        ({"username": "nobody", "password": "x-test-password-1"}, "password"),
         ({"password": "x"}, "username"),
         ({"username": "bob"}, "password"),
     ],

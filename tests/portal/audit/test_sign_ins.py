@@ -45,7 +45,7 @@ def test_the_token_endpoint_records_failures(client_for, member):
     answer = client_for(None, "192.0.2.12").post(
         TOKEN, {"username": "bob", "password": "wrong"}, format="json"
     )
-    assert answer.status_code == 400
+    assert answer.status_code == 401
     entry = only("auth.login_failed")
     assert (entry.actor_username, entry.address, entry.note) == ("bob", "192.0.2.12",
                                                                  f"via {TOKEN}")  # fmt: skip
