@@ -158,3 +158,10 @@ def test_an_admin_sets_a_projects_defaults_and_limits(api, cluster_admin, team_a
 def test_a_member_cannot_change_the_defaults(api, member):
     response = api(member).patch("/api/v1/projects/team-a/", {"default_cpu": "64"}, format="json")
     assert response.status_code == 403
+
+
+def test_a_project_admin_cannot_change_the_defaults_over_the_api(api, owner, team_a):
+    response = api(owner).patch("/api/v1/projects/team-a/", {"cpu_limit": "64"}, format="json")
+    assert response.status_code == 403, response.content
+    team_a.refresh_from_db()
+    assert team_a.cpu_limit_millis is None
