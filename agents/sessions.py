@@ -81,12 +81,18 @@ from agents.watchdog import alive as _alive
 
 JUPYTER_PORT = 8888
 USER_PREFIX = "allot-"  # a session's system user: the prefix and 12 hex digits (`session_user`)
-# JupyterLab as `python -m jupyterlab` starts it, without `rfc3987_syntax`: jsonschema imports
-# it when installed, for the "iri" format only (Jupyter's event schemas, which need no such
-# check), and it builds a Lark grammar at import: 1.0 s of CPU, 4 to 5 s on a busy
-# machine, before the server answers (issue 24 item 1).
-LAUNCH_LAB = ("import sys; sys.modules['rfc3987_syntax'] = None; "
-              "from jupyterlab.labapp import main; sys.exit(main())")  # fmt: skip
+# JupyterLab as `python -m jupyterlab` starts it, less two costs paid before the server answers
+# that a session never needs (issue 24 item 1): `rfc3987_syntax`, which jsonschema imports when
+# installed for the "iri" format only (Jupyter's event schemas need no such check) and which
+# builds a Lark grammar at import (1.0 s of CPU, 4 to 5 s on a busy machine); and Node.js, which
+# JupyterLab runs at import (`yarn config`, 0.3 s of CPU) to learn the npm registry it would
+# build extensions from - sessions build nothing.
+LAUNCH_LAB = (
+    "import sys; sys.modules['rfc3987_syntax'] = None; "
+    "import jupyterlab.commands as commands; "
+    "commands._yarn_config = lambda logger: {'yarn config': {}, 'npm config': {}}; "
+    "from jupyterlab.labapp import main; sys.exit(main())"
+)
 # The watchdog's own source, run with `python -I -c`: it needs no file of the portal's
 WATCHDOG_SOURCE = Path(__file__).with_name("watchdog.py").read_text()
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
