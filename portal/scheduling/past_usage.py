@@ -75,7 +75,7 @@ def cache_key(usage: UsageParams) -> str:
 
 def warm(now: datetime) -> None:
     """Sum the runs now if the cached sum is stale, so that the cycle's snapshot, under the
-    cluster lock, only reads the cache (the sum reads every run of the window: about 0.1 s for
+    cluster lock, only reads the cache (the sum reads every run of the window: about 0.2 s for
     8,000 runs)."""
     usage = params()
     if usage.on:
