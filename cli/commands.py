@@ -623,6 +623,20 @@ def percent(value: float | None, simulated: bool) -> str:
     return f"{round(value * 100)}%" + (" sim" if simulated else "")
 
 
+def cpu_and_memory(cluster: dict) -> str:
+    """'   CPU 12/160 cores, MEMORY 96/1024 GiB' requested of the allocatable (issue 26); '' when
+    no node tracks them (or the portal predates them)."""
+    figure = {
+        key: cluster.get(key, 0)
+        for key in ("cpu_millis", "allocated_cpu_millis", "memory_mib", "allocated_memory_mib")
+    }
+    if not figure["cpu_millis"] and not figure["memory_mib"]:
+        return ""
+    cores = f"{figure['allocated_cpu_millis'] / 1000:g}/{figure['cpu_millis'] / 1000:g}"
+    gib = f"{figure['allocated_memory_mib'] / 1024:g}/{figure['memory_mib'] / 1024:g}"
+    return f"   CPU {cores} cores, MEMORY {gib} GiB"
+
+
 def top_view(overview: dict):
     """The overview's tiles as a line, then a table of projects (over-quota GPUs marked)."""
     from rich.console import Group as Lines
@@ -636,7 +650,7 @@ def top_view(overview: dict):
         f" ({c['ready_gpus']:g} ready)   "
         f"RUNNING {c['running_jobs']}   PENDING {c['pending_jobs']}   "
         f"UTIL {percent(c.get('utilization'), c.get('utilization_simulated', False))}"
-        f"{simulated}"
+        f"{simulated}{cpu_and_memory(c)}"
     )
     table = Table("PROJECT", "QUOTA", "FAIR-SHARE", "ALLOCATED", "RUNNING", "PENDING", "UTIL",
                   box=None, pad_edge=False)  # fmt: skip

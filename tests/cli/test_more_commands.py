@@ -180,6 +180,7 @@ def test_top_shows_the_tiles_and_projects_and_parses_as_json(allot):  # noqa: F8
     lines = shown.stdout.splitlines()
     assert lines[0].startswith("NODES 2/2 ready   GPUs 3/16 allocated, 13 free (16 ready)")
     assert "RUNNING 1   PENDING 1" in lines[0] and "(simulated cluster)" in lines[0]
+    assert lines[0].endswith("CPU 0/160 cores, MEMORY 0/1024 GiB")  # two DGX-1 (issue 26)
     assert lines[2].split() == ["PROJECT", "QUOTA", "FAIR-SHARE", "ALLOCATED", "RUNNING",
                                 "PENDING", "UTIL"]  # fmt: skip
     rows = {line.split()[0]: line for line in lines[3:] if line.strip()}
