@@ -25,7 +25,7 @@ pytestmark = pytest.mark.django_db
 
 RANGE = "must be -1 (never) or 0 to 31536000 seconds"
 WHOLE = "must be a whole number: -1 (never) or 0 to 31536000 seconds"
-DIGITS = "must be a number written with the digits 0-9, not 'soon'"  # the form reads digits
+DURATION = "must be a duration such as 90m, 2h or 1d, not '{}'"  # the form reads durations
 YEAR_S = 365 * 24 * 3600
 
 
@@ -325,16 +325,19 @@ def test_r7_4_the_project_form_sets_and_clears_both_min_runtimes(cluster_admin, 
     team_a.refresh_from_db()
     assert (team_a.reclaim_min_runtime_s, team_a.preempt_min_runtime_s) == (0, -1)
     again = client.get("/projects/team-a/edit/").content.decode()
-    assert 'name="reclaim_min_runtime_s" type="number" value="0"' in again  # 0 is not "empty"
-    assert 'name="preempt_min_runtime_s" type="number" value="-1"' in again
+    # durations in words since issue 24 item 6: 0 is not "empty", -1 reads "never"
+    assert 'name="reclaim_min_runtime_s" type="text" value="0"' in again
+    assert 'name="preempt_min_runtime_s" type="text" value="never"' in again
     client.post("/projects/team-a/edit/", {"quota": "4", "reclaim_min_runtime_s": "",
                                            "preempt_min_runtime_s": ""})  # fmt: skip
     team_a.refresh_from_db()
     assert (team_a.reclaim_min_runtime_s, team_a.preempt_min_runtime_s) == (None, None)
 
 
-@pytest.mark.parametrize(("given", "message"), [("-5", RANGE), ("31536001", RANGE),
-                                                ("soon", DIGITS), ("1.5", WHOLE)])  # fmt: skip
+@pytest.mark.parametrize(("given", "message"), [("-5", DURATION.format("-5")),
+                                                ("31536001", RANGE),
+                                                ("soon", DURATION.format("soon")),
+                                                ("1.5", DURATION.format("1.5"))])  # fmt: skip
 def test_r7_4_a_bad_min_runtime_is_named_next_to_the_field(cluster_admin, team_a, given, message):
     response = browser(cluster_admin).post(
         "/projects/team-a/edit/", {"quota": "4", "preempt_min_runtime_s": given}
