@@ -1,5 +1,8 @@
 # Allot: `make run` serves the portal with the embedded default; `make test` runs the test suite.
-PYTHON ?= python3
+# The venv's Python must be one every user may run: run as root, the portal starts each Jupyter
+# session as a user of its own with this Python (a pyenv one under a 0700 /root is out of reach,
+# and the session would be refused). The system's python3.11 when there is one.
+PYTHON ?= $(firstword $(wildcard /usr/bin/python3.11 /usr/local/bin/python3.11) python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
