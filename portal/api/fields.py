@@ -15,6 +15,8 @@ The web forms reuse the serializers with Python values they read themselves
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from decimal import Decimal
 
 from django.db import models
 from rest_framework import serializers
@@ -42,10 +44,80 @@ def _shown(data) -> str:
     return repr(data)[:40] if isinstance(data, str) else type(data).__name__
 
 
-class StrictModelSerializer(serializers.ModelSerializer):
-    """A ModelSerializer whose model booleans are StrictBooleanFields (every API serializer of
-    a model with a writable boolean derives from it; tests/portal/api/test_strict_input.py checks
-    that no view's serializer has a lenient writable boolean left)."""
+# The JSON types each kind of field takes (DRF also reads 5 as the string "5", "1.5" as a
+# number and "true" as a boolean). Decimal: the web's forms pass numbers typed as text that way.
+NUMBERS = (int, float, Decimal)
+JSON_TYPES = [
+    (serializers.BooleanField, (bool,), "true or false"),
+    (serializers.IntegerField, (int, Decimal), "a whole number"),  # DRF refuses 1.5 itself
+    (serializers.FloatField | serializers.DecimalField, NUMBERS, "a number"),
+    (serializers.CharField, (str,), "a string"),
+    (serializers.ListField | serializers.MultipleChoiceField, (list,), "a list"),
+    (serializers.DictField | serializers.HStoreField, (dict,), "an object"),
+]
+
+
+def wrong_type(field, value) -> str | None:
+    """Why `value` is not of the JSON type `field` takes, or None when it is (or when the field
+    is of a kind of its own, e.g. a quantity that takes "500m" or 0.5)."""
+    if value is None:
+        return None  # the field's allow_null decides
+    if isinstance(field, serializers.ChoiceField) and not isinstance(
+        field, serializers.MultipleChoiceField
+    ):
+        kinds = {type(key) for key in field.choices}
+        expected = (str,) if kinds == {str} else None
+        words = "a string"
+    else:
+        expected, words = next(
+            ((types, words) for kind, types, words in JSON_TYPES if isinstance(field, kind)),
+            (None, ""),
+        )
+    if expected is None:
+        return None
+    if isinstance(value, bool) and bool not in expected:  # JSON's true is no number
+        return f"must be {words}, not {_json_type(value)}"
+    if not isinstance(value, expected):
+        return f"must be {words}, not {_json_type(value)}"
+    if isinstance(field, serializers.ListField):  # and each item, of the items' type
+        reasons = (wrong_type(field.child, item) for item in value)
+        reason = next((f"item {i}: {why}" for i, why in enumerate(reasons) if why), None)
+        return reason
+    return None
+
+
+def _json_type(value) -> str:
+    names = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}  # fmt: skip
+    return next((name for kind, name in names.items() if isinstance(value, kind)), "that")
+
+
+class StrictTypesMixin:
+    """A serializer that takes each field's JSON type only: a string for a text field, a number
+    for a number field, true or false for a boolean, a list, an object. The type errors of all
+    fields at once are a 400 naming them, before any other check."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            errors = {}
+            for field in self._writable_fields:
+                if field.field_name in data:
+                    reason = wrong_type(field, data[field.field_name])
+                    if reason:
+                        errors[field.field_name] = [reason]
+            if errors:
+                raise ValidationError(errors)
+        return super().to_internal_value(data)
+
+
+class StrictSerializer(StrictTypesMixin, serializers.Serializer):
+    """A Serializer of the API: JSON types as its fields say (StrictTypesMixin)."""
+
+
+class StrictModelSerializer(StrictTypesMixin, serializers.ModelSerializer):
+    """A ModelSerializer of the API: JSON types as its fields say (StrictTypesMixin), and model
+    booleans as StrictBooleanFields (tests/portal/api/test_strict_input.py checks that every API
+    serializer with writable fields is strict)."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,

@@ -107,6 +107,7 @@ def document_errors(result: dict, generator, **kwargs) -> dict:
     _list_bounds(schemas, generator)
     _create_only(schemas, generator)
     _request_patterns(schemas, generator)
+    _exclusive(schemas, generator)
     info = result.setdefault("info", {})
     info["description"] = info.get("description", "") + STORABLE_TEXT
     return result
@@ -147,6 +148,17 @@ def _request_patterns(schemas: dict, generator) -> None:
             if prop is not None and pattern:
                 prop.pop("format", None)
                 prop["pattern"] = pattern
+
+
+def _exclusive(schemas: dict, generator) -> None:
+    """Fields a request body may give one of, not both (a serializer's `exclusive` pairs, e.g. a
+    job's gpus and gpu_memory): `not: {required: [a, b]}`."""
+    for name, schema, serializer in _serializers(schemas, generator):
+        pairs = getattr(serializer, "exclusive", ())
+        if not name.endswith("Request") or not pairs:
+            continue
+        rules = [{"not": {"required": list(pair)}} for pair in pairs]
+        schema["allOf"] = [*schema.get("allOf", []), *rules]
 
 
 def _list_bounds(schemas: dict, generator) -> None:

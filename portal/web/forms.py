@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from decimal import Decimal
 
 from django.http import QueryDict
 from rest_framework.exceptions import APIException
@@ -74,8 +75,9 @@ def _text(raw: str) -> tuple[object, str | None]:
 
 
 def _number(raw: str) -> tuple[object, str | None]:
-    """A number as text, for the serializer's decimal and integer fields to read."""
-    return (raw, None) if NUMBER_TEXT.match(raw) else (ABSENT, _not_a_number(raw))
+    """A number, exactly as typed (a Decimal), for the serializer's decimal and integer fields
+    to read: the API's serializers take numbers, not text (portal.api.fields)."""
+    return (Decimal(raw), None) if NUMBER_TEXT.match(raw) else (ABSENT, _not_a_number(raw))
 
 
 def _integer(raw: str) -> tuple[object, str | None]:
@@ -129,7 +131,9 @@ def _list(raw: str) -> tuple[object, str | None]:
 def _ports(raw: str) -> tuple[object, str | None]:
     ports = raw.replace(",", " ").split()
     bad = [port for port in ports if not INTEGER_TEXT.match(port)]
-    return (ports, None) if not bad else (ABSENT, f"port {bad[0][:32]!r} is not a number 1-65535")
+    if bad:
+        return ABSENT, f"port {bad[0][:32]!r} is not a number 1-65535"
+    return [int(port) for port in ports], None  # numbers, as the API's serializer takes them
 
 
 def _words(raw: str) -> tuple[object, str | None]:

@@ -15,7 +15,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
 from portal import access
-from portal.api.fields import StrictBooleanField
+from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
 from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
@@ -104,7 +104,7 @@ class GpusField(serializers.Field):
         return int(number) if number.is_integer() else number
 
 
-class VolumeSerializer(serializers.Serializer):
+class VolumeSerializer(StrictSerializer):
     """An existing PersistentVolumeClaim mounted into every pod."""
 
     pvc = serializers.CharField(max_length=253, validators=[dns_label])
@@ -114,8 +114,11 @@ class VolumeSerializer(serializers.Serializer):
     read_only = StrictBooleanField(default=False)
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(StrictModelSerializer):
     """A job as submitted (writable fields) and as it stands (read-only fields)."""
+
+    # at most one of each pair (portal/api/schema.py says so in the request bodies' schema)
+    exclusive = (("gpus", "gpu_memory"),)
 
     project = serializers.CharField(max_length=NAME_MAX)
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
@@ -484,7 +487,7 @@ class JobRunSerializer(serializers.ModelSerializer):
 BULK_MAX = 1000
 
 
-class BulkJobsSerializer(serializers.Serializer):
+class BulkJobsSerializer(StrictSerializer):
     """Many jobs in one request (a sweep): each as `POST /api/v1/jobs/` takes it."""
 
     jobs = JobSerializer(many=True, allow_empty=False, max_length=BULK_MAX)

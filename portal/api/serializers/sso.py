@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.api.fields import StrictSlugRelatedField
+from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.tenancy.models import GroupRoleRule, Project, Role
 
 GROUP_MAX = GroupRoleRule._meta.get_field("group").max_length
 
 
-class SSORuleSerializer(serializers.ModelSerializer):
+class SSORuleSerializer(StrictModelSerializer):
     """Members of the identity provider's `group` get `role` in `project` at their sign-in."""
 
     group = serializers.CharField(

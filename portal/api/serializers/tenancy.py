@@ -40,7 +40,7 @@ MIN_RUNTIME = {
 }  # fmt: skip
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class ProjectSerializer(StrictModelSerializer):
     """A project's settings; usage figures are read-only (annotated by the view's queryset)."""
 
     create_only = ("name",)  # a PATCH refuses another; not in its schema (portal/api/schema.py)
@@ -158,7 +158,9 @@ class ProjectSerializer(serializers.ModelSerializer):
         unknown = [pool for pool in pools if pool not in known]
         if unknown:
             listed = ", ".join(sorted(known)) or "none"
-            raise serializers.ValidationError(f"unknown node pool {unknown[0]!r} (known: {listed})")
+            raise serializers.ValidationError(
+                f"unknown node pool {unknown[0]!r} (known: {listed})", code=MISSING
+            )
         return list(dict.fromkeys(pools))
 
     def validate(self, attrs: dict) -> dict:
@@ -171,7 +173,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         return attrs
 
 
-class MembershipSerializer(serializers.ModelSerializer):
+class MembershipSerializer(StrictModelSerializer):
     """A member of a project: a username and a role."""
 
     # Read from the member's user; written as a username that validate_username resolves.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api.fields import StrictSerializer
 from portal.tenancy.models import (
     TOKEN_EXPIRY_FORMS,
     TOKEN_LONGEST_LIFE,
@@ -24,7 +24,15 @@ EXPIRY_HELP = (
 )
 
 
-@extend_schema_field(OpenApiTypes.STR)
+# what `expires_in` takes: a duration the schema can bound (each unit's largest here is well
+# within TOKEN_LONGEST_LIFE), or a time (in the future and within it: said in words)
+DURATION_PATTERN = r"^(?:[1-9][0-9]{0,5}m|[1-9][0-9]{0,3}h|[1-9][0-9]{0,2}d|[1-9][0-9]?w)$"
+
+
+@extend_schema_field(
+    {"anyOf": [{"type": "string", "pattern": DURATION_PATTERN},
+               {"type": "string", "format": "date-time"}]}
+)  # fmt: skip
 class ExpiryField(serializers.Field):
     """`expires_in`: a duration from now or a moment, read as an aware datetime (see
     `parse_token_expiry`)."""
@@ -41,7 +49,7 @@ class ExpiryField(serializers.Field):
         return value.isoformat() if value else None
 
 
-class NewTokenSerializer(serializers.Serializer):
+class NewTokenSerializer(StrictSerializer):
     """What a new token is called and when it expires (the API and `/me/` read the same)."""
 
     name = serializers.CharField(

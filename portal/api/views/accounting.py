@@ -71,6 +71,7 @@ def report_for(user, params) -> Report:
     """The report `params` ask for, over what `user` may see; a bad parameter is a 400, a project
     the user may not see (or that does not exist) a 404 naming it."""
     refuse_empty(params, ("since", "until"), "a date or a date and time")
+    refuse_empty(params, ("group_by", "period"), "one of the values the schema lists")
     report, errors = accounting.for_user(user, params, timezone.now())
     if set(errors) == {"project"}:  # well formed, but no project this user may see
         raise NotFound(errors)

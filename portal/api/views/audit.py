@@ -58,7 +58,10 @@ class AuditList(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def csv(self, request) -> StreamingHttpResponse:
-        """Every matching entry, streamed a chunk of rows at a time."""
+        """Every matching entry, streamed a chunk of rows at a time (no pages: `page` and
+        `page_size` are only checked, as the schema documents them for both answers)."""
+        self.paginator.get_page_size(request)
+        self.paginator.get_page_number(request, None)
         entries = self.get_queryset()
         lines = acsv_lines(entries) if isinstance(request._request, ASGIRequest) else None
         response = StreamingHttpResponse(

@@ -58,6 +58,7 @@ def filtered(jobs, params) -> object:
     """`jobs` narrowed by the history filters (`portal.jobs.queries.history`), in submission
     order or, with ?ordering=-id, newest first; any bad filter is a 400 naming it."""
     refuse_empty(params, ("since", "until"), "a date or a date and time")
+    refuse_empty(params, ("type", "ordering"), "one of the values the schema lists")
     jobs, errors = queries.history(jobs, params)
     ordering = params.get("ordering") or "id"
     if ordering not in ORDERINGS:

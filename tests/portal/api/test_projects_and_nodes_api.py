@@ -29,12 +29,18 @@ def test_it_creates_a_project_with_quota_weight_limit_and_pools(admin_api):
         assert field in body
 
 
+def test_a_pool_no_node_is_in_is_a_404_naming_it(admin_api):
+    body = {"name": "p", "quota": 1, "node_pools": ["a100"]}
+    response = admin_api.post("/api/v1/projects/", body, format="json")
+    assert response.status_code == 404, response.content
+    assert "a100" in errors_of(response, "node_pools")
+
+
 @pytest.mark.parametrize(
     ("body", "field", "words"),
     [
         ({"name": "p", "quota": -1}, "quota", ""),
         ({"name": "p", "quota": 4, "limit": 2}, "limit", "at least the quota"),
-        ({"name": "p", "quota": 1, "node_pools": ["a100"]}, "node_pools", "a100"),
         ({"name": "Not A Label", "quota": 1}, "name", ""),
         ({"name": "<b>x</b>", "quota": 1}, "name", ""),
         ({"name": "", "quota": 1}, "name", ""),

@@ -1,5 +1,7 @@
 """Forms say what the REST API says, next to the field; nothing is half-written."""
 
+from decimal import Decimal
+
 import pytest
 from django.http import HttpRequest
 from django.test import Client
@@ -214,9 +216,9 @@ def test_form_input_reads_every_kind_of_field():
                         e="A=1\n\n B = two words ", c="on", p="80, 443 8888", v="data:/data",
                         d="90m")  # fmt: skip
     assert errors == {}
-    assert data == {"t": "a b", "n": "4", "x": 0.5, "l": ["a", "b", "c"],
+    assert data == {"t": "a b", "n": Decimal("4"), "x": 0.5, "l": ["a", "b", "c"],
                     "w": ["python", "-c", "x y"], "e": {"A": "1", "B": "two words"}, "c": True,
-                    "p": ["80", "443", "8888"], "v": [{"pvc": "data", "mount_path": "/data"}],
+                    "p": [80, 443, 8888], "v": [{"pvc": "data", "mount_path": "/data"}],
                     "d": 5400}  # fmt: skip
 
 
