@@ -4,11 +4,20 @@
     python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
 
-The scenario's nodes and projects are created (or, when they exist, updated to the scenario's
-values); each job is submitted with `POST /api/v1/jobs/` and each deletion sent with `DELETE`,
-every one followed by `POST /api/v1/scheduler/cycles/` (settle), as FORMAT.md prescribes. After
-each `expect` step the portal's jobs and fair shares are read back and printed and checked by the
-same code as `python -m scheduler_tools.replay`, so the two outputs can be compared line by line.
+The scenario's nodes (with their CPU, memory, GPU memory and failed devices) and projects (with
+their CPU and memory limits) are created, or, when they exist, updated to the scenario's values;
+each job is submitted with `POST /api/v1/jobs/` (with its `cpu`, `memory` and `gpu_memory`) and
+each deletion sent with `DELETE`, every one followed by `POST /api/v1/scheduler/cycles/` (settle),
+as FORMAT.md prescribes; a step's `failed_devices` is a `PATCH` of the node, settled before the
+step's submissions, as in the core (docs/scenarios.md). After each `expect` step the portal's jobs
+and fair shares are read back and printed and checked by the same code as
+`python -m scheduler_tools.replay` (issue 26's expectations too, with the decisions the portal
+reported while the step settled), so the two outputs can be compared line by line.
+
+`--clean` deletes the jobs already in the scenario's projects; `--reset` makes the portal hold the
+scenario alone - every job, node and project deleted first - for a scratch or test portal, where
+other nodes and projects would change placement and fair shares, and where a node kept from an
+earlier scenario would keep CPU, memory or failed devices this one does not set.
 
 Exit 0 when every expectation holds, 1 when one fails, 2 when the file is not a scenario this
 portal can replay or the portal cannot be reached (one line, no traceback).
@@ -23,15 +32,17 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scheduler import Job, Plan, PodPlacement, Policy, Snapshot
+from scheduler import Job, Node, Plan, PodPlacement, Policy, Project, Snapshot
 from scheduler_tools.scenario import (
     ReplayResult,
     Scenario,
     ScenarioError,
     check,
+    check_resources,
     load_scenario,
     print_result,
     tables,
@@ -117,17 +128,46 @@ def upsert(portal: Portal, collection: str, body: dict) -> None:
     raise PortalError(f"POST /api/v1/{collection}/ {body['name']} -> {status} {answer}")
 
 
-def prepare(portal: Portal, scenario: Scenario, clean: bool) -> None:
-    """Nodes and projects as the scenario says; the scenario's projects without jobs."""
+def node_body(node: Node) -> dict:
+    """The node as the API takes it, CPU and memory exact (`m`, `Mi`). What the scenario leaves
+    unset is left out, so a node the portal already has (from a Kubernetes inventory, say) keeps
+    its allocatable CPU and memory and its failed devices; `--reset` starts from no nodes."""
+    body = {"name": node.name, "gpus": node.gpus, "gpu_memory_mib": node.gpu_memory_mib,
+            "pool": node.pool, "ready": node.ready}  # fmt: skip
+    optional = {
+        "schedulable": None if node.schedulable else False,
+        "cpu": _quantity(node.cpu_millis, "m"),
+        "memory": _quantity(node.memory_mib, "Mi"),
+        "failed_devices": list(node.failed_devices) or None,
+    }
+    return body | {key: value for key, value in optional.items() if value is not None}
+
+
+def project_body(project: Project) -> dict:
+    """The project as the API takes it, with its CPU and memory limits when it has them."""
+    body = {"name": project.name, "quota": project.quota,
+            "over_quota_weight": project.over_quota_weight, "limit": project.limit,
+            "node_pools": list(project.node_pools)}  # fmt: skip
+    limits = {
+        "cpu_limit": _quantity(project.cpu_limit_millis, "m"),
+        "memory_limit": _quantity(project.memory_limit_mib, "Mi"),
+    }
+    return body | {key: value for key, value in limits.items() if value is not None}
+
+
+def _quantity(value: int | None, unit: str) -> str | None:
+    return None if value is None else f"{value}{unit}"
+
+
+def prepare(portal: Portal, scenario: Scenario, clean: bool, reset: bool = False) -> None:
+    """Nodes and projects as the scenario says; the scenario's projects without jobs. With
+    `reset`, nothing else: every job, node and project is deleted first."""
+    if reset:
+        _reset(portal)
     for node in scenario.nodes:
-        body = {"name": node.name, "gpus": node.gpus, "gpu_memory_mib": node.gpu_memory_mib,
-                "pool": node.pool, "ready": node.ready}  # fmt: skip
-        upsert(portal, "nodes", body)
+        upsert(portal, "nodes", node_body(node))
     for project in scenario.projects:
-        body = {"name": project.name, "quota": project.quota,
-                "over_quota_weight": project.over_quota_weight, "limit": project.limit,
-                "node_pools": list(project.node_pools)}  # fmt: skip
-        upsert(portal, "projects", body)
+        upsert(portal, "projects", project_body(project))
     names = {project.name for project in scenario.projects}
     leftovers = [job for job in portal.all("/api/v1/jobs/") if job["project"] in names]
     if leftovers and not clean:
@@ -138,6 +178,16 @@ def prepare(portal: Portal, scenario: Scenario, clean: bool) -> None:
     for job in leftovers:
         portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
     portal.settle()
+
+
+def _reset(portal: Portal) -> None:
+    """Every job, node and project deleted: the scenario then makes the whole cluster."""
+    for job in portal.all("/api/v1/jobs/"):
+        portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
+    portal.settle()
+    for collection in ("nodes", "projects"):
+        for row in portal.all(f"/api/v1/{collection}/"):
+            portal.require("DELETE", f"/api/v1/{collection}/{row['name']}/")
 
 
 def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
@@ -152,7 +202,9 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
             for pod in row["placement"]
         ) if row["status"] in HOLDING else ()  # fmt: skip
         job = Job(row["project"], row["name"], float(row["gpus"]), row["pods"], row["type"],
-                  row.get("priority"), order=order, placement=placement)  # fmt: skip
+                  row.get("priority"), order=order, placement=placement,
+                  cpu_millis=row["cpu_millis"] or 0, memory_mib=row["memory_mib"] or 0,
+                  gpu_memory_mib=row["gpu_memory_mib"])  # fmt: skip
         jobs.append(job)
         if not placement:
             reasons[job.key] = row.get("pending_reason") or ""
@@ -162,30 +214,44 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
 
 
 def replay(portal: Portal, scenario: Scenario, verbose: bool = False) -> ReplayResult:
-    """Every step through the API, settling after each submission and deletion."""
+    """Every step through the API, settling after each change of devices, submission and
+    deletion; the decisions reported while a step settles are checked by `decision_contains`."""
     result = ReplayResult()
     for i, step in enumerate(scenario.steps):
+        decided: list = []
+        for node, devices in step.get("failed_devices", {}).items():
+            body = {"failed_devices": sorted(set(devices))}
+            portal.require("PATCH", f"/api/v1/nodes/{node}/", body)
+        if step.get("failed_devices"):
+            decided += _settle(portal, result, verbose)
         for spec in step.get("submit", []):
             body = {key: value for key, value in spec.items() if value is not None}
             portal.require("POST", "/api/v1/jobs/", body)
-            _settle(portal, result, verbose)
+            decided += _settle(portal, result, verbose)
         for spec in step.get("delete", []):
             portal.require("DELETE", f"/api/v1/jobs/{spec['project']}/{spec['name']}/")
-            _settle(portal, result, verbose)
+            decided += _settle(portal, result, verbose)
         if "expect" in step:
             snapshot, plan = read_state(portal, scenario)
             result.report += tables(scenario, snapshot, plan, f"after step {i}")
             result.failures += check(step["expect"], snapshot, plan, i)
+            result.failures += check_resources(step["expect"], snapshot, decided, i)
     return result
 
 
-def _settle(portal: Portal, result: ReplayResult, verbose: bool) -> None:
+def _settle(portal: Portal, result: ReplayResult, verbose: bool) -> list[SimpleNamespace]:
+    """Settle; the decisions made, shaped as the core's (`job` a (project, name) pair)."""
     answer = portal.settle()
     if not answer.get("settled", True):
         result.failures.append(f"the portal did not settle within {answer.get('cycles')} cycles")
+    decisions = [
+        SimpleNamespace(kind=d["kind"], job=(d["project"], d["job"]), reason=d["reason"])
+        for d in answer.get("decisions", [])
+    ]
     if verbose:
-        for d in answer.get("decisions", []):
-            result.report.append(f"   {d['kind']:5} {d['project']}/{d['job']}: {d['reason']}")
+        for d in decisions:
+            result.report.append(f"   {d.kind:5} {d.job[0]}/{d.job[1]}: {d.reason}")
+    return decisions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="an API token (default: $ALLOT_TOKEN)")  # fmt: skip
     parser.add_argument("--clean", action="store_true",
                         help="delete jobs already in the scenario's projects")  # fmt: skip
+    parser.add_argument("--reset", action="store_true",
+                        help="delete every job, node and project first (a scratch portal: the "
+                        "scenario becomes the whole cluster)")  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="print every decision")
     args = parser.parse_args(argv)
     if not args.token:
@@ -207,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             scenario = load_scenario(path)
             replayable(scenario)
-            prepare(portal, scenario, args.clean)
+            prepare(portal, scenario, args.clean, args.reset)
             result = replay(portal, scenario, args.verbose)
         except (ScenarioError, PortalError) as exc:
             print(f"{path}: {exc}", file=sys.stderr)

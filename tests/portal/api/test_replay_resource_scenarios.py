@@ -1,0 +1,88 @@
+"""Issue 26's resource scenarios through the REST API: the 17 files of
+tests/scheduler/scenarios/ that use CPU, memory, GPU memory or failed devices, replayed one after
+another on one live portal by scripts/replay_scenario.py (`--reset` between them), pass as they
+do through the core (tests/scheduler/test_scenarios.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from portal.tenancy.services import issue_token
+from scheduler_tools.replay import main as replay_in_memory
+from scheduler_tools.scenario import load_scenario
+
+pytestmark = pytest.mark.django_db(transaction=True)
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIOS = ROOT / "tests" / "scheduler" / "scenarios"
+RESOURCE_KEYS = {"cpu", "memory", "gpu_memory", "failed_devices", "cpu_limit", "memory_limit",
+                 "allocated_cpu", "allocated_memory", "devices", "decision_contains"}  # fmt: skip
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location(
+        "replay_scenario", ROOT / "scripts" / "replay_scenario.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _keys(value) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
+def resource_scenarios() -> list[Path]:
+    """Every scenario that uses a field of issue 26 (CPU, memory, GPU memory, failed devices)."""
+    return [
+        p
+        for p in sorted(SCENARIOS.glob("*.json"))
+        if _keys(json.loads(p.read_text())) & RESOURCE_KEYS
+    ]
+
+
+def test_the_resource_scenarios_are_the_seventeen_of_issue_26():
+    names = [p.stem for p in resource_scenarios()]
+    assert len(names) == 17, names
+    assert all(load_scenario(p) for p in resource_scenarios())
+
+
+def test_every_resource_scenario_passes_through_rest_on_one_portal_as_through_the_core(
+    live_server, cluster_admin, tmp_path, capsys
+):
+    token = issue_token(cluster_admin, "replay")[1]
+    script, failed = load_script(), {}
+    for path in resource_scenarios():
+        default_policy = not json.loads(path.read_text()).get("policy")
+        if not default_policy:
+            path = _without_policy(script, path, live_server.url, token, tmp_path, capsys)
+        assert replay_in_memory([str(path)]) in (0, 1)
+        core = capsys.readouterr().out
+        status = script.main([str(path), "--url", live_server.url, "--token", token, "--reset"])
+        printed = capsys.readouterr()
+        if default_policy and status != 0:
+            failed[path.stem] = [line for line in printed.out.splitlines() if "FAIL" in line]
+            failed[path.stem] += printed.err.splitlines()
+        elif printed.out != core:  # the same tables, pending reasons and FAIL lines
+            failed[path.stem] = ["prints other tables than the core", core, printed.out]
+    assert not failed, json.dumps(failed, indent=1)
+
+
+def _without_policy(script, path: Path, url: str, token: str, tmp_path: Path, capsys) -> Path:
+    """The portal runs the default policy (reclaim on), so a file that sets another is refused
+    with exit 2 naming it; the same file without its policy must replay through REST exactly as
+    through the core under the default policy (the tables and any FAIL lines alike)."""
+    assert script.main([str(path), "--url", url, "--token", token, "--reset"]) == 2
+    assert "this scenario sets 'policy'" in capsys.readouterr().err
+    data = json.loads(path.read_text())
+    del data["policy"]
+    copy = tmp_path / f"{path.stem}_default_policy.json"
+    copy.write_text(json.dumps(data))
+    return copy
