@@ -81,8 +81,9 @@ def populate(jobs: int) -> tuple:
         batch_size=2000,
     )  # fmt: skip
     JobRun.objects.bulk_create(
-        (JobRun(job=job, number=1, started_at=job.started_at, ended_at=job.finished_at, gpus=1,
-                placement=[{"node": "dgx-1", "devices": [0], "share": 1.0}],
+        (JobRun(job=job, project_id=job.project_id, job_name=job.name, user_id=job.user_id,
+                job_type=job.type, number=1, started_at=job.started_at, ended_at=job.finished_at,
+                gpus=1, placement=[{"node": "dgx-1", "devices": [0], "share": 1.0}],
                 end=ends[job.status], logs="epoch 1\n" * 200)
          for job in rows),
         batch_size=2000,
