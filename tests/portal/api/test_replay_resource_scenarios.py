@@ -86,3 +86,31 @@ def _without_policy(script, path: Path, url: str, token: str, tmp_path: Path, ca
     copy = tmp_path / f"{path.stem}_default_policy.json"
     copy.write_text(json.dumps(data))
     return copy
+
+
+def test_reset_leaves_the_scenario_alone_and_unset_fields_keep_the_portals_values(
+    live_server, cluster_admin, tmp_path
+):
+    script = load_script()
+    portal = script.Portal(live_server.url, issue_token(cluster_admin, "replay")[1])
+    portal.require(
+        "POST", "/api/v1/nodes/", {"name": "n1", "gpus": 8, "cpu": "64", "memory": "512Gi"}
+    )
+    portal.require("POST", "/api/v1/nodes/", {"name": "other", "gpus": 4})
+    portal.require("POST", "/api/v1/projects/", {"name": "elsewhere", "quota": 1})
+    portal.require("POST", "/api/v1/jobs/", {"project": "elsewhere", "name": "j", "gpus": 1})
+    untracked = {"name": "untracked", "nodes": [{"name": "n1", "gpus": 8}],
+                 "projects": [{"name": "team-a", "quota": 2}], "steps": []}  # fmt: skip
+    path = tmp_path / "untracked.json"
+    path.write_text(json.dumps(untracked))
+
+    script.prepare(portal, load_scenario(path), clean=False)
+    n1 = portal.require("GET", "/api/v1/nodes/n1/")
+    assert (n1["cpu_millis"], n1["memory_mib"]) == (64000, 524288)  # not sent, so kept
+
+    script.prepare(portal, load_scenario(path), clean=False, reset=True)
+    assert [row["name"] for row in portal.all("/api/v1/nodes/")] == ["n1"]
+    assert [row["name"] for row in portal.all("/api/v1/projects/")] == ["team-a"]
+    assert portal.all("/api/v1/jobs/") == []
+    n1 = portal.require("GET", "/api/v1/nodes/n1/")
+    assert (n1["cpu_millis"], n1["memory_mib"], n1["failed_devices"]) == (None, None, [])
