@@ -12,6 +12,13 @@ from __future__ import annotations
 from drf_spectacular.plumbing import force_instance
 from rest_framework import serializers
 
+from portal.core.validators import (
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    validate_dns_label,
+    validate_dns_subdomain,
+)
+
 STORABLE_TEXT = (
     "\n\nEvery request body is JSON (`application/json`), at most 64 levels deep; no string in "
     "it, nor any key, may hold a NUL character (U+0000) or an unpaired surrogate, which "
@@ -108,6 +115,7 @@ def document_errors(result: dict, generator, **kwargs) -> dict:
     _create_only(schemas, generator)
     _request_patterns(schemas, generator)
     _exclusive(schemas, generator)
+    _validator_patterns(schemas, generator)
     info = result.setdefault("info", {})
     info["description"] = info.get("description", "") + STORABLE_TEXT
     return result
@@ -151,14 +159,36 @@ def _request_patterns(schemas: dict, generator) -> None:
 
 
 def _exclusive(schemas: dict, generator) -> None:
-    """Fields a request body may give one of, not both (a serializer's `exclusive` pairs, e.g. a
-    job's gpus and gpu_memory): `not: {required: [a, b]}`."""
+    """Fields of which a request body gives exactly one (a serializer's `exactly_one` pairs, e.g.
+    a job's gpus or gpu_memory): `oneOf: [{required: [a]}, {required: [b]}]`."""
     for name, schema, serializer in _serializers(schemas, generator):
-        pairs = getattr(serializer, "exclusive", ())
+        pairs = getattr(serializer, "exactly_one", ())
         if not name.endswith("Request") or not pairs:
             continue
-        rules = [{"not": {"required": list(pair)}} for pair in pairs]
+        rules = [{"oneOf": [{"required": [field]} for field in pair]} for pair in pairs]
         schema["allOf"] = [*schema.get("allOf", []), *rules]
+
+
+def _validator_patterns(schemas: dict, generator) -> None:
+    """The pattern of a text field's name validator (a DNS label or name), which
+    drf-spectacular cannot see through the wrapper that reports it under the field."""
+    patterns = {
+        validate_dns_label: DNS_LABEL.pattern,
+        validate_dns_subdomain: DNS_SUBDOMAIN.pattern,
+    }
+    for name, schema, serializer in _serializers(schemas, generator):
+        if not name.endswith("Request"):
+            continue
+        for field_name, field in serializer.fields.items():
+            prop = schema.get("properties", {}).get(field_name)
+            for validator in getattr(field, "validators", []):
+                wrapped = getattr(validator, "__wrapped__", None)
+                pattern = patterns.get(wrapped) if callable(wrapped) else None
+                if prop is not None and pattern and "pattern" not in prop:
+                    prop["pattern"] = pattern
+            places = getattr(field, "decimal_places", None)
+            if prop is not None and isinstance(field, serializers.DecimalField) and places:
+                prop["multipleOf"] = 10.0**-places  # what the API keeps (portal.api.fields)
 
 
 def _list_bounds(schemas: dict, generator) -> None:

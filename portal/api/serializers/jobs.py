@@ -55,6 +55,7 @@ def _no_django_validation_error(validator):
         except ValidationError as exc:
             raise serializers.ValidationError(exc.messages) from None
 
+    run.__wrapped__ = validator  # the schema's pattern for it (portal/api/schema.py)
     return run
 
 
@@ -117,8 +118,8 @@ class VolumeSerializer(StrictSerializer):
 class JobSerializer(StrictModelSerializer):
     """A job as submitted (writable fields) and as it stands (read-only fields)."""
 
-    # at most one of each pair (portal/api/schema.py says so in the request bodies' schema)
-    exclusive = (("gpus", "gpu_memory"),)
+    # exactly one of each pair (portal/api/schema.py says so in the request bodies' schema)
+    exactly_one = (("gpus", "gpu_memory"),)
 
     project = serializers.CharField(max_length=NAME_MAX)
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])

@@ -428,9 +428,40 @@ def test_an_unknown_node_pool_is_a_404_naming_it(api, cluster_admin, team_a, nod
     assert response.json() == {"node_pools": ["unknown node pool 'gpu-x' (known: default)"]}
 
 
-def test_the_schema_says_a_job_gives_gpus_or_gpu_memory_not_both(api, member, nodes, schema):
+def test_the_schema_says_a_job_gives_gpus_or_gpu_memory_one_of_them(api, member, nodes, schema):
     job = schema["components"]["schemas"]["JobRequest"]
-    assert {"not": {"required": ["gpus", "gpu_memory"]}} in job["allOf"]
+    assert {"oneOf": [{"required": ["gpus"]}, {"required": ["gpu_memory"]}]} in job["allOf"]
+    client = api(member)
     body = {"project": "team-a", "name": "j", "gpus": 1, "gpu_memory": "16Gi"}
-    response = api(member).post("/api/v1/jobs/", body, format="json")
+    response = client.post("/api/v1/jobs/", body, format="json")
     assert response.status_code == 400 and list(response.json()) == ["gpu_memory"]
+    neither = client.post("/api/v1/jobs/", {"project": "team-a", "name": "j"}, format="json")
+    assert neither.status_code == 400 and list(neither.json()) == ["gpus"]
+
+
+def test_names_carry_their_dns_pattern_in_the_schema(schema):
+    components = schema["components"]["schemas"]
+    label, subdomain = (components["ProjectRequest"]["properties"]["name"]["pattern"],
+                        components["NodeRequest"]["properties"]["name"]["pattern"])  # fmt: skip
+    assert components["JobRequest"]["properties"]["name"]["pattern"] == label
+    assert label == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" and "\\." in subdomain
+
+
+@pytest.mark.parametrize(("quota", "kept"), [(999998.99, "999998.99"), (2.3, "2.30")])
+def test_a_decimal_in_hundredths_is_taken(api, cluster_admin, team_a, quota, kept):
+    response = api(cluster_admin).patch("/api/v1/projects/team-a/", {"quota": quota},
+                                        format="json")  # fmt: skip
+    assert response.status_code == 200, response.content
+    team_a.refresh_from_db()
+    assert str(team_a.quota) == kept
+
+
+def test_a_decimal_with_more_places_is_a_400_and_the_schema_says_hundredths(
+    api, cluster_admin, team_a, schema
+):
+    prop = schema["components"]["schemas"]["PatchedProjectRequest"]["properties"]["limit"]
+    assert prop["multipleOf"] == 0.01
+    for limit in (9999998.999999998, 0.35000000000000003, 4.001):
+        response = api(cluster_admin).patch("/api/v1/projects/team-a/", {"limit": limit},
+                                            format="json")  # fmt: skip
+        assert response.status_code == 400 and list(response.json()) == ["limit"], limit
