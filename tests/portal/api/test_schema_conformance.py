@@ -4,6 +4,15 @@ Schemathesis runs over the whole schema with all its checks (no 5xx, status code
 types, headers and bodies that conform to the schema, ...) against a live portal on PostgreSQL
 with the TR-4858 cluster in place, once as a cluster admin and once as a researcher of one
 project. Both runs are bounded: a few examples per operation, one worker, a fixed seed.
+
+All checks include whether the API refuses what its schema rules out (negative_data_rejection)
+and takes what it allows (positive_data_acceptance). Rules the schema states in words, not in
+JSON Schema, are told to the generator: no string may hold a NUL character (PostgreSQL text
+cannot; the schema's description says so, and the API refuses one with a 400 naming where), and
+the few that tie a value to another or to the clock (ranges, a password's strength, a token's
+expiry, a node's failed devices) are kept by schemathesis_hooks.py in the requests meant to be
+valid; their refusals are tested on their own (the analytics, accounting, user, token and node
+API tests).
 """
 
 import os
@@ -23,13 +32,6 @@ from tests.paths import ROOT
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 ARTIFACTS = Path(os.environ.get("ALLOT_TEST_ARTIFACTS", ROOT / "var" / "test-artifacts"))
-# Left out (issue 22 item 9 asks for the conformance of the answers): whether the API rejects
-# every input its schema rules out (negative_data_rejection) and takes every input the schema
-# allows (positive_data_acceptance). DRF reads leniently (0 and "true" as booleans, an invalid
-# page_size as the default) and the serializers check what a schema cannot say (a user that
-# exists, Django's password rules, no NUL in any key): both need stricter serializers, not
-# schema documents.
-EXCLUDED_CHECKS = "negative_data_rejection,positive_data_acceptance"
 EXCLUDED = [
     # revoking its own token would make every later operation a 401 (by the login path, or by
     # an id the fuzzer may well guess: ids are small numbers)
@@ -42,12 +44,13 @@ EXCLUDED = [
 def _schemathesis(url: str, token: str) -> subprocess.CompletedProcess:
     schemathesis = Path(sys.executable).parent / "schemathesis"
     exclusions = [arg for operation in EXCLUDED for arg in ("--exclude-operation-id", operation)]
+    hooks = {"SCHEMATHESIS_HOOKS": "tests.portal.api.schemathesis_hooks", "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [str(schemathesis), "run", f"{url}/api/schema/", "-H", f"Authorization: Token {token}",
-         "--checks", "all", "--exclude-checks", EXCLUDED_CHECKS,
+         "--checks", "all", "--generation-allow-x00", "false",
          "--max-examples", "10", "--workers", "1", "--seed", "4858",
          "--no-color", *exclusions],
-        capture_output=True, text=True, timeout=900,
+        capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, **hooks},
     )  # fmt: skip
 
 
