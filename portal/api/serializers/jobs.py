@@ -16,7 +16,7 @@ from rest_framework.fields import SkipField
 
 from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
-from portal.api.serializers.quantities import QuantityField
+from portal.api.serializers.quantities import GpuMemoryField, QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs import resources
@@ -143,9 +143,9 @@ class JobSerializer(StrictModelSerializer):
     memory_limit = QuantityField(
         "memory", source="memory_limit_mib", help_text="memory limit per pod, at least memory"
     )
-    gpu_memory = QuantityField(
-        "memory",
+    gpu_memory = GpuMemoryField(
         source="gpu_memory_mib",
+        required=False,
         help_text="a fraction of one GPU by its memory, e.g. 20Gi, instead of gpus (not with "
         "it); more than 0 (R5.5)",
     )

@@ -28,6 +28,8 @@ MEMORY_PATTERN = (
     r"^([0-9]{1,12}(\.[0-9]{1,3})?(Ki|k)|[0-9]{1,9}(\.[0-9]{1,3})?(Mi|M)"
     r"|[0-9]{1,6}(\.[0-9]{1,3})?(Gi|G)|[0-9]{1,3}(\.[0-9]{1,3})?(Ti|T))$"
 )
+# the same, more than zero (JSON Schema's ECMA regexes have lookaheads too)
+GPU_MEMORY_PATTERN = r"^(?!0*\.?0*[A-Za-z]+$)" + MEMORY_PATTERN[1:]
 CPU_WORDS = "a CPU quantity (cores, e.g. 2 or 500m)"
 MEMORY_WORDS = "a memory quantity (a number with a unit, e.g. 16Gi or 512Mi)"
 
@@ -94,6 +96,26 @@ class MemoryField(_Quantity):
         return format_memory(value)
 
 
+class GpuMemoryField(MemoryField):
+    """A fraction of a GPU by its memory (R5.5): more than 0. Never null in a request (leave it
+    out to ask by `gpus`); an answer gives null for a job that asked by `gpus`."""
+
+    pattern = re.compile(GPU_MEMORY_PATTERN)
+    request_schema = {"type": "string", "pattern": GPU_MEMORY_PATTERN, "example": "20Gi"}
+    example = "20Gi"
+    response_nullable = True
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data) -> int:
+        zero = isinstance(data, str) and not self.pattern.match(data)
+        if zero and MemoryField.pattern.match(data):
+            raise serializers.ValidationError("must be more than 0")
+        return super().to_internal_value(data)
+
+
 def QuantityField(kind: str, **kwargs) -> _Quantity:
     """The CPU (`kind="cpu"`) or memory (`kind="memory"`) field."""
     return CpuField(**kwargs) if kind == "cpu" else MemoryField(**kwargs)
@@ -110,4 +132,7 @@ class QuantitySchema(OpenApiSerializerFieldExtension):
         field = self.target
         schema = dict(field.request_schema) if direction == "request" else {
             "type": "string", "example": field.example}  # fmt: skip
-        return {**schema, "nullable": True} if field.allow_null else schema
+        nullable = field.allow_null or (
+            direction == "response" and getattr(field, "response_nullable", False)
+        )
+        return {**schema, "nullable": True} if nullable else schema

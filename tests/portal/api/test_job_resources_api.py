@@ -165,3 +165,22 @@ def test_a_project_admin_cannot_change_the_defaults_over_the_api(api, owner, tea
     assert response.status_code == 403, response.content
     team_a.refresh_from_db()
     assert team_a.cpu_limit_millis is None
+
+
+def test_gpu_memory_is_more_than_zero_and_never_null_as_the_schema_says(client):
+    """The schema's pattern for gpu_memory leaves zero out and its request is not nullable, so
+    schemathesis' positive and negative checks agree with what the API takes (issue 22 item 9)."""
+    body = {"project": "team-a", "name": "frac"}
+    for zero in ("0Ki", "0.000Gi", "00Mi"):
+        answer = client.post(URL, {**body, "gpu_memory": zero}, format="json")
+        assert rejected(answer, "gpu_memory") == "must be more than 0"
+    assert "null" in rejected(client.post(URL, {**body, "gpu_memory": None}, format="json"),
+                              "gpu_memory")  # fmt: skip
+    schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    request, answer = schema["JobRequest"]["properties"], schema["Job"]["properties"]
+    assert "nullable" not in request["gpu_memory"] and "(?!" in request["gpu_memory"]["pattern"]
+    assert answer["gpu_memory"]["nullable"] is True
+    made = client.post(URL, {**body, "gpu_memory": "10Gi"}, format="json")
+    assert made.status_code == 201, made.content
+    assert client.get(f"{URL}team-a/train-1/").status_code == 404  # (another name)
+    assert post(client).json()["gpu_memory"] is None  # asked by gpus: null in the answer
