@@ -199,7 +199,7 @@ def test_a_submitters_estimate_caps_the_prediction_and_shows_on_the_job_page(
     [
         (0, "greater than or equal to 1"),
         (-5, "greater than or equal to 1"),
-        ("soon", "A valid integer is required"),
+        ("soon", "must be a whole number, not a string"),  # strict JSON types (issue 22)
         (366 * 24 * 3600, "less than or equal to 31536000"),
     ],
 )

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.django_db
 
 RANGE = "must be -1 (never) or 0 to 31536000 seconds"
 WHOLE = "must be a whole number: -1 (never) or 0 to 31536000 seconds"
+WHOLE_TYPE = "must be a whole number, not"
 DURATION = "must be a duration such as 90m, 2h or 1d, not '{}'"  # the form reads durations
 YEAR_S = 365 * 24 * 3600
 
@@ -163,11 +164,12 @@ def test_r7_4_the_project_api_round_trips_both_min_runtimes(api, cluster_admin):
         (-5, RANGE),
         (-2, RANGE),
         (YEAR_S + 1, RANGE),
-        ("abc", WHOLE),
-        (1.5, WHOLE),
-        ("90m", WHOLE),
-        (True, WHOLE),
-        ("", WHOLE),
+        # JSON types are strict (issue 22 item 9): the type is named before the range
+        ("abc", f"{WHOLE_TYPE} a string"),
+        (1.5, f"{WHOLE_TYPE} a number"),
+        ("90m", f"{WHOLE_TYPE} a string"),
+        (True, f"{WHOLE_TYPE} a boolean"),
+        ("", f"{WHOLE_TYPE} a string"),
     ],
 )
 def test_r7_4_a_bad_min_runtime_is_a_400_naming_the_field(
