@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal.core.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
-from scheduler.minruntime import parse_min_runtime
+from scheduler.minruntime import parse_duration, parse_min_runtime
 from scheduler.quantity import cpu_millis, memory_mib
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -418,15 +418,12 @@ def envduration(name: str, default: str, zero: bool = True) -> float:
     (0 allowed where `zero`); `default` when unset or empty."""
     raw = os.environ.get(name, "").strip() or default
     try:
-        seconds = parse_min_runtime(raw)
+        return parse_duration(raw, zero)
     except ValueError:
-        seconds = -1.0
-    if seconds < 0 or (seconds == 0 and not zero):
         least = "0 for off" if zero else "more than 0"
         raise ImproperlyConfigured(
             f"{name}={raw!r} is not a duration: use e.g. 30m, 12h or 1d, or plain seconds ({least})"
-        )
-    return seconds
+        ) from None
 
 
 # Fair share over time (R2.9, E10; KAI's time-based fair share, issue 23): each project's

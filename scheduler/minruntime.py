@@ -49,6 +49,16 @@ def parse_min_runtime(text: str) -> float:
     return float(match[1]) * _SECONDS_PER[match[2]]
 
 
+def parse_duration(text: str, zero: bool = True) -> float:
+    """A length of time as people write it ("90s", "30m", "12h", "1d", plain seconds), in
+    seconds; ValueError for anything else, "never", a negative value, or 0 where `zero` is False
+    (the fair-share half-life and window: a setting and the simulator's flags read them alike)."""
+    seconds = parse_min_runtime(text)
+    if seconds < 0 or (seconds == 0 and not zero):
+        raise ValueError(f"{text!r} is not a duration {'of 0 or more' if zero else 'above 0'}")
+    return seconds
+
+
 def check_min_runtime(value: float | None, name: str) -> None:
     """A min-runtime setting: None (inherit), -1 (never evict) or seconds >= 0; ValueError
     naming the setting otherwise."""

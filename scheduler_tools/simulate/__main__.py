@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from scheduler.bands import check_bands
-from scheduler.minruntime import parse_min_runtime
+from scheduler.minruntime import parse_duration, parse_min_runtime
 from scheduler.predict import BURST_GAP_S, EvalJob, Predictor, evaluate
 
 from .engine import Cluster, SimOptions, Simulation
@@ -116,15 +116,12 @@ def parse_duration_flag(text: str, flag: str, zero: bool = True) -> float:
     """A duration flag (90s, 30m, 2h, 1d or plain seconds) in seconds; SystemExit naming the
     flag for anything else, "never", a negative value, or 0 where `zero` is False."""
     try:
-        seconds = parse_min_runtime(text)
+        return parse_duration(text, zero)
     except ValueError:
-        seconds = -1.0
-    if seconds < 0 or (seconds == 0 and not zero):
         least = "0 for off" if zero else "more than 0"
         raise SystemExit(
             f"{flag} takes a duration such as 90s, 30m, 12h or 1d ({least}); got {text!r}"
-        )
-    return seconds
+        ) from None
 
 
 def with_min_runtime(spec: PolicySpec, reclaim: float | None, preempt: float | None) -> PolicySpec:

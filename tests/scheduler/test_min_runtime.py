@@ -11,7 +11,7 @@ import math
 import pytest
 
 from scheduler import Department, Job, Node, PodPlacement, Policy, Project, Snapshot, plan_cycle
-from scheduler.minruntime import check_min_runtime, protected_until
+from scheduler.minruntime import check_min_runtime, parse_duration, protected_until
 
 NOW = 10_000.0
 NODE = (Node("n1", 8),)
@@ -176,3 +176,15 @@ def test_r7_4_a_bad_project_value_names_the_project_and_field():
 def test_r7_4_a_bad_cluster_default_names_the_field():
     with pytest.raises(ValueError, match="reclaim_min_runtime_s must be a number"):
         plan(asking(), reclaim_min_runtime_s=math.inf)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90s", 90.0), ("12h", 43200.0), ("0", 0.0)])
+def test_parse_duration_reads_lengths_of_time(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "zero"), [("never", True), ("-1", True), ("soon", True),
+                                            ("0", False), ("0s", False)])  # fmt: skip
+def test_parse_duration_refuses_never_negatives_and_a_forbidden_zero(text, zero):
+    with pytest.raises(ValueError, match="is not a duration"):
+        parse_duration(text, zero)
