@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 GROUP = "allot-sessions"  # every session's user has it as its primary group
 CHAIN = "ALLOT-SESSIONS"
-ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"
+ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"  # the admin tools (sessions too)
 DEFAULT_PORTS = {"postgres": 5432, "postgresql": 5432, "redis": 6379, "rediss": 6379}
 
 

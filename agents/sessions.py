@@ -96,7 +96,7 @@ LAUNCH_LAB = (
 # The watchdog's own source, run with `python -I -c`: it needs no file of the portal's
 WATCHDOG_SOURCE = Path(__file__).with_name("watchdog.py").read_text()
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-ADMIN_PATH = "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"  # where useradd and userdel live
+ADMIN_PATH = firewall.ADMIN_PATH  # where useradd, userdel and iptables live
 NOLOGIN = next((p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exists()),
                "/bin/false")  # fmt: skip
 # Temporary files a session's user left in these shared places go with the user, so a later
