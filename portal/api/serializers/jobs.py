@@ -417,8 +417,6 @@ class JobSerializer(StrictModelSerializer):
                 raise serializers.ValidationError(
                     {"gpu_memory": ["give gpus or gpu_memory, not both"]}
                 )
-            if gpu_memory == 0:
-                raise serializers.ValidationError({"gpu_memory": ["must be more than 0"]})
             attrs["gpus"] = resources.gpu_memory_share(gpu_memory, cluster["smallest_memory"])
         if "gpus" not in attrs:
             raise serializers.ValidationError({"gpus": ["This field is required."]})
