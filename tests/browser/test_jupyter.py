@@ -131,10 +131,12 @@ def test_a_file_written_in_jupyterlab_survives_stop_and_relaunch(
     assert not _alive(session.pid), "the Jupyter server still runs after Stop"
     assert sessions.get("team-a", first) is None
 
+    # JupyterLab reopens the workspace as it was left: the notebook, which may ask for its
+    # kernel in a dialog - sooner or later on a busy machine, so whenever it shows, answer it
+    kernel_dialog = page.locator(".jp-Dialog").get_by_role("button", name="Select")
+    page.add_locator_handler(kernel_dialog, lambda button: button.click())
     second = _launch(page, server, "team-a")  # a new session, the same workspace
     page.locator(".jp-DirListing-content").get_by_text("kept.txt").wait_for(timeout=30_000)
-    # JupyterLab reopens the workspace as it was left: the notebook, asking for its kernel
-    page.locator(".jp-Dialog").get_by_role("button", name="Select").click(timeout=30_000)
     page.screenshot(path=artifacts / "workspace-relaunched.png")
     _run(page, "open('kept.txt').read()", "'survives stop'")
     page.screenshot(path=artifacts / "workspace-after-relaunch.png")
