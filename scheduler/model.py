@@ -76,7 +76,9 @@ class Department:
     `order` is the creation order used by the oldest-queue tie-breaks (R2.10, R4.1.8).
     `reclaim_min_runtime_s` and `preempt_min_runtime_s` protect its jobs for that many seconds
     after they start (R7.4, scheduler/minruntime.py): None inherits, 0 protects nothing, -1 for
-    ever.
+    ever. `cpu_limit_millis` and `memory_limit_mib` cap the CPU and memory the running jobs of all
+    its projects may hold together, checked with every project's own (R3.1 on every queue of the
+    path, as `limit`); None means no limit (issue 26).
     """
 
     name: str
@@ -87,6 +89,8 @@ class Department:
     order: int = 0
     reclaim_min_runtime_s: float | None = None
     preempt_min_runtime_s: float | None = None
+    cpu_limit_millis: int | None = None
+    memory_limit_mib: int | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs
   `nodes[].failed_devices` (`[3]`).
 - `submit[].cpu`, `submit[].memory`, `submit[].gpu_memory` (per pod); with `gpu_memory`, `gpus`
   may be left out: it is the memory over the smallest device memory in the cluster (R3.4).
-- `projects[].cpu_limit`, `projects[].memory_limit`.
+- `projects[].cpu_limit`, `projects[].memory_limit`, and the same on `departments[]` (R3.1 for
+  every queue of the path).
 - a step's `failed_devices`: `{"node": [devices]}`, the node's failed devices from then on (an
   empty list heals them), applied before the step's submissions, then cycles until it settles.
 - `expect.allocated_cpu` (`{"project": cores}`), `expect.allocated_memory` (`{"project":
@@ -199,6 +200,8 @@ def _queue_fields(p, where: str) -> dict:
         "over_quota_weight": _number(p.get("over_quota_weight"), f"{where}.weight", 0, True),
         "limit": _number(p.get("limit"), f"{where}.limit", minimum=-1, allow_none=True),
         "priority": int(p.get("priority", 100)),
+        "cpu_limit_millis": _quantity(p.get("cpu_limit"), f"{where}.cpu_limit", cpu_millis),
+        "memory_limit_mib": _quantity(p.get("memory_limit"), f"{where}.memory_limit", memory_mib),
     }
 
 
@@ -216,8 +219,6 @@ def _project(p, i: int, departments: set[str]) -> Project:
         node_pools=tuple(p.get("node_pools") or ()),
         department=dept,
         order=1000 + i,
-        cpu_limit_millis=_quantity(p.get("cpu_limit"), f"{where}.cpu_limit", cpu_millis),
-        memory_limit_mib=_quantity(p.get("memory_limit"), f"{where}.memory_limit", memory_mib),
     )
 
 

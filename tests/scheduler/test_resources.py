@@ -14,7 +14,17 @@ from collections import defaultdict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler import Job, Node, PodPlacement, Policy, Project, Snapshot, plan_cycle, settle
+from scheduler import (
+    Department,
+    Job,
+    Node,
+    PodPlacement,
+    Policy,
+    Project,
+    Snapshot,
+    plan_cycle,
+    settle,
+)
 from scheduler.eta import cannot_start, estimate_starts
 
 TEAM = (Project("team-a", 16),)
@@ -166,6 +176,29 @@ def test_r3_1_memory_limit_counts_every_pod_of_a_gang():
         in (plan_cycle(snapshot).pending_reasons[("team-a", "new")])
     )
     assert cannot_start(snapshot, gang).startswith("cannot start: would exceed team-a's memory")
+
+
+def test_r3_1_a_department_cpu_limit_counts_the_jobs_of_all_its_projects():
+    dept = (Department("dept-d", 8, cpu_limit_millis=4_000),)
+    teams = (Project("team-a", 4, department="dept-d"), Project("team-b", 4, department="dept-d"))
+    jobs = (
+        Job("team-a", "a", 1, cpu_millis=3_000, placement=on("n1", 0), order=1),
+        Job("team-b", "new", 1, cpu_millis=2_000, order=2),
+    )
+    plan = plan_cycle(Snapshot((Node("n1", 8),), teams, jobs, departments=dept))
+    assert plan.pending_reasons[("team-b", "new")] == (
+        "over limit: would exceed dept-d's CPU limit of 4 cores: 3 cores in use + 2 cores "
+        "requested (R3.1)"
+    )
+
+
+def test_r3_1_a_department_memory_limit_makes_a_job_that_alone_exceeds_it_unable_to_start():
+    dept = (Department("dept-d", 8, memory_limit_mib=16_384),)
+    teams = (Project("team-a", 8, department="dept-d", memory_limit_mib=65_536),)
+    big = Job("team-a", "new", 1, memory_mib=20_480)
+    snapshot = Snapshot((Node("n1", 8),), teams, (big,), departments=dept)
+    assert "dept-d's memory limit of 16 GiB" in plan_cycle(snapshot).pending_reasons[big.key]
+    assert cannot_start(snapshot, big).startswith("cannot start: would exceed dept-d's memory")
 
 
 # ------------------------------------------------------------------------ R2.6: failed devices

@@ -13,7 +13,9 @@ BASE = {
         {"name": "n2", "gpus": 2, "cpu": 8.5, "memory": "64Gi", "gpu_memory_mib": 81920,
          "failed_devices": [1]},
     ],
-    "projects": [{"name": "team-a", "quota": 4, "cpu_limit": "100", "memory_limit": "1Ti"}],
+    "departments": [{"name": "dept-d", "quota": 4, "cpu_limit": "64500m", "memory_limit": "2Ti"}],
+    "projects": [{"name": "team-a", "quota": 4, "cpu_limit": "100", "memory_limit": "1Ti",
+                  "department": "dept-d"}],
     "steps": [],
 }  # fmt: skip
 
@@ -36,6 +38,8 @@ def test_nodes_and_projects_read_kubernetes_quantities_into_the_core_fields():
     assert (n2.cpu_millis, n2.memory_mib, n2.failed_devices) == (8_500, 65_536, (1,))
     project = parsed.projects[0]
     assert (project.cpu_limit_millis, project.memory_limit_mib) == (100_000, 1_048_576)
+    department = parsed.departments[0]
+    assert (department.cpu_limit_millis, department.memory_limit_mib) == (64_500, 2_097_152)
     assert parsed.smallest_gpu_memory == 40_960
 
 
@@ -72,6 +76,8 @@ def test_a_wrong_resource_expectation_is_a_failure_naming_it():
         ("nodes.0.memory", "-1Gi", "nodes[0].memory: Memory cannot be negative"),
         ("nodes.1.failed_devices", [2], "nodes[1].failed_devices: 2 is not a device index"),
         ("projects.0.cpu_limit", "1Gb", "projects[0].cpu_limit: '1Gb' is not a Kubernetes"),
+        ("departments.0.cpu_limit", "lots", "departments[0].cpu_limit: 'lots' is not a Kube"),
+        ("departments.0.memory_limit", "-1Gi", "departments[0].memory_limit: Memory cannot be"),
         ("steps", [{"submit": [{"name": "j", "project": "team-a", "gpu_memory": "0"}]}],
          "steps[0].submit[0].gpu_memory: must be more than 0"),
         ("steps", [{"submit": [{"name": "j", "project": "team-a", "gpus": 1, "memory": "x"}]}],
@@ -83,6 +89,12 @@ def test_a_bad_resource_field_is_refused_naming_it(path, value, message):
     with pytest.raises(ScenarioError) as error:
         parse_scenario(scenario(**{path: value}))
     assert message in str(error.value)
+
+
+def test_a_department_without_cpu_or_memory_limits_has_none():
+    data = scenario(departments=[{"name": "dept-d", "quota": 4}])
+    department = parse_scenario(data).departments[0]
+    assert (department.cpu_limit_millis, department.memory_limit_mib) == (None, None)
 
 
 def test_the_scenario_files_of_issue_26_load(tmp_path):
