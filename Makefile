@@ -63,10 +63,12 @@ bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --sweep
 
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run):
-# 4,000 jobs one POST each, then the same as sweeps of 100 through jobs/bulk/.
+# 4,000 jobs one POST each, then the same as sweeps of 100 through jobs/bulk/, then one POST
+# each with CPU and memory in every job and on every node (issue 26).
 bench-portal: $(STAMP)
 	$(PY) benchmarks/portal_bench.py
 	$(PY) benchmarks/portal_bench.py --bulk 100
+	$(PY) benchmarks/portal_bench.py --resources
 
 # The jobs listing's first page over 10,000 ended jobs (issue 23: < 200 ms), in-process.
 bench-history: $(STAMP)

@@ -8,6 +8,10 @@ with `--bulk N` N jobs a request through `POST /api/v1/jobs/bulk/` (a sweep) - a
 every job is Running. Then it times single cycles in-process on that state: a steady cycle
 (nothing to do) and a fill cycle (all 4,000 pending again at once).
 
+With `--resources` (issue 26) every node has allocatable CPU and memory (16 cores and 128 GiB per
+GPU) and every job asks for 8 cores and 64 GiB beside its GPU, the shape of
+`scheduler_tools.bench --resources`, so the cycle places on every resource.
+
 Prints one line per figure and, last, one JSON object:
 `submit_s`, `submit_jobs_per_s`, `end_to_end_s` (first POST -> all Running),
 `steady_cycle` and `fill_cycle` (the cycle's timings and total_s).
@@ -85,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bulk", type=int, default=0,
                         help="jobs per request through jobs/bulk/ (0: one POST a job)")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument(
+        "--resources", action="store_true", help="nodes with CPU and memory, jobs asking for both"
+    )
     args = parser.parse_args(argv)
 
     stack = Stack(DATABASE, REDIS_URL, web=args.web, concurrency=args.concurrency)
@@ -103,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "nodes": args.nodes, "gpus_per_node": args.gpus_per_node, "projects": args.projects,
         "jobs": args.jobs, "running": running, "web_processes": args.web, "bulk": args.bulk,
+        "resources": args.resources,
         "submit_s": round(submitted, 2), "submit_jobs_per_s": round(args.jobs / submitted, 1),
         "end_to_end_s": round(end_to_end, 2), "cpu_s": cpu, **cycles,
     }  # fmt: skip
@@ -113,14 +121,23 @@ def main(argv: list[str] | None = None) -> int:
 def fill(base: str, token: str, args) -> tuple[int, float, float]:
     """Nodes and projects, then every job; (jobs Running, seconds to submit, to all Running)."""
     quota = args.nodes * args.gpus_per_node / args.projects
-    nodes = [{"name": f"node-{i:04d}", "gpus": args.gpus_per_node} for i in range(args.nodes)]
+    node_extra, job_extra = {}, {}
+    if args.resources:  # as scheduler_tools.bench --resources: 16 cores, 128 GiB a GPU
+        gpus = args.gpus_per_node
+        node_extra = {"cpu": str(16 * gpus), "memory": f"{128 * gpus}Gi"}
+        job_extra = {"cpu": "8", "memory": "64Gi"}
+    nodes = [
+        {"name": f"node-{i:04d}", "gpus": args.gpus_per_node, **node_extra}
+        for i in range(args.nodes)
+    ]
     projects = [{"name": f"project-{i:03d}", "quota": quota} for i in range(args.projects)]
     post_all(base, token, "/api/v1/nodes/", nodes, args.threads)
     post_all(base, token, "/api/v1/projects/", projects, args.threads)
     jobs = [
-        {"project": f"project-{i % args.projects:03d}", "name": f"job-{i:05d}", "gpus": 1}
+        {"project": f"project-{i % args.projects:03d}", "name": f"job-{i:05d}", "gpus": 1,
+         **job_extra}
         for i in range(args.jobs)
-    ]
+    ]  # fmt: skip
     if args.bulk:
         path, bodies = (
             "/api/v1/jobs/bulk/",
