@@ -135,16 +135,19 @@ def _seconds(value) -> float | None:
 
 
 def load_departments() -> tuple[Department, ...]:
-    """Every department with its own minimum run times (R7.4; None: the cluster default); its
-    id is the creation order of R2.10's tie-breaks."""
+    """Every department with its own minimum run times (R7.4; None: the cluster default) and
+    its CPU and memory limits (issue 26; None: none); its id is the creation order of R2.10's
+    tie-breaks."""
     rows = DepartmentRow.objects.order_by("id").values_list(
-        "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS
-    )
+        "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS,
+        "cpu_limit_millis", "memory_limit_mib",
+    )  # fmt: skip
     return tuple(
         Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk,
                    reclaim_min_runtime_s=_seconds(reclaim),
-                   preempt_min_runtime_s=_seconds(preempt))
-        for pk, name, quota, weight, limit, reclaim, preempt in rows
+                   preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
+                   memory_limit_mib=memory_limit)
+        for pk, name, quota, weight, limit, reclaim, preempt, cpu_limit, memory_limit in rows
     )  # fmt: skip
 
 

@@ -76,7 +76,19 @@ DEPARTMENT_PREEMPT_HELP = (
 )
 
 
-class Department(models.Model):
+class ResourceLimits(models.Model):
+    """The most CPU (millicores) and memory (MiB) a queue's running jobs may hold together
+    (None: no limit; like `limit`, R3.1, checked on every queue of a job's path; fair share
+    stays in GPUs) - a project's and a department's (issue 26)."""
+
+    cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
+    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class Department(ResourceLimits):
     """A parent queue (R2.11): its projects divide its fair share among themselves."""
 
     name = models.CharField(max_length=NAME_MAX, unique=True, validators=[validate_dns_label])
@@ -106,7 +118,7 @@ class Department(models.Model):
         return self.name
 
 
-class Project(models.Model):
+class Project(ResourceLimits):
     """A team's queue: guaranteed `quota`, over-quota weight (null = quota), limit (null = none).
 
     `node_pools` lists the pools its jobs may use (empty = any). `fair_share` is written by the
@@ -135,12 +147,9 @@ class Project(models.Model):
     reclaim_min_runtime_s = min_runtime_field(RECLAIM_HELP)
     preempt_min_runtime_s = min_runtime_field(PREEMPT_HELP)
     # CPU (millicores) and memory (MiB) per pod for jobs that do not say (None: the cluster's
-    # ALLOT_DEFAULT_CPU / ALLOT_DEFAULT_MEMORY), and the most the project's running jobs may hold
-    # together (None: no limit; like `limit`, R3.1; fair share stays in GPUs) - issue 26.
+    # ALLOT_DEFAULT_CPU / ALLOT_DEFAULT_MEMORY) - issue 26; its limits are ResourceLimits'.
     default_cpu_millis = models.PositiveIntegerField(null=True, blank=True)
     default_memory_mib = models.PositiveIntegerField(null=True, blank=True)
-    cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
-    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 

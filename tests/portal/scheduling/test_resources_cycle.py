@@ -14,6 +14,7 @@ from portal.cluster.models import Node
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, JobEvent, Status
 from portal.scheduling import snapshot
+from portal.tenancy.models import Department
 
 pytestmark = pytest.mark.django_db
 
@@ -146,3 +147,41 @@ def test_the_inventory_sets_allocatable_and_the_clusters_failed_devices_not_the_
     assert (row.failed_devices, row.failed_in_cluster) == ([1], [6, 7])
     assert row.out_of_service == [1, 6, 7]
     assert not sync_nodes((seen,))  # nothing changed the second time
+
+
+def test_a_departments_cpu_limit_leaves_a_job_pending_naming_the_department_and_cores(cluster):
+    Node.objects.create(name="n1", gpus=8, cpu_millis=64000, memory_mib=524288)
+    dept = Department.objects.create(name="dept-d", quota=8, cpu_limit_millis=8000,
+                                     memory_limit_mib=65536)  # fmt: skip
+    cluster.project("team-p1", 4, department=dept, cpu_limit_millis=6000)
+    cluster.project("team-p2", 4, department=dept)
+    cluster.submit("team-p1", "p1-1", gpus=1, cpu_millis=4000)
+    cluster.submit("team-p2", "p2-1", gpus=1, cpu_millis=3000)
+    cluster.submit("team-p2", "p2-2", gpus=1, cpu_millis=2000)
+    cluster.cycle()
+    departments = {d.name: d for d in snapshot.load().departments}
+    assert (departments["dept-d"].cpu_limit_millis, departments["dept-d"].memory_limit_mib) == (
+        8000, 65536)  # fmt: skip
+    assert cluster.job("team-p2", "p2-1").status in HOLDING
+    job = cluster.job("team-p2", "p2-2")
+    assert job.status == Status.PENDING
+    assert job.pending_reason == (
+        "over limit: would exceed dept-d's CPU limit of 8 cores: 7 cores in use + 2 cores "
+        "requested (R3.1)"
+    )
+    cluster.delete("team-p1", "p1-1")
+    cluster.cycle()
+    assert cluster.job("team-p2", "p2-2").status in HOLDING
+
+
+def test_a_departments_memory_limit_names_memory(cluster):
+    Node.objects.create(name="n1", gpus=8, memory_mib=524288)
+    dept = Department.objects.create(name="dept-d", quota=8, memory_limit_mib=65536)
+    cluster.project("team-p1", 8, department=dept, memory_limit_mib=131072)
+    cluster.submit("team-p1", "big", gpus=1, memory_mib=49152)
+    cluster.submit("team-p1", "more", gpus=1, memory_mib=32768)
+    cluster.cycle()
+    assert cluster.job("team-p1", "big").status in HOLDING
+    assert "dept-d's memory limit of 64 GiB: 48 GiB in use + 32 GiB requested" in (
+        cluster.job("team-p1", "more").pending_reason
+    )
