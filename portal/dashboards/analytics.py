@@ -1,10 +1,13 @@
-"""GPUs allocated per project over time: usage samples bucketed in the database.
+"""GPUs, CPU and memory allocated per project over time: usage samples bucketed in the database.
 
 The cycle writes a `UsageSample` per project every `ALLOT_USAGE_SAMPLE_INTERVAL_S` and adds it
 to that project's 5-minute and hourly `UsageRollup` buckets (`roll_up`). A query picks the
 coarsest source whose buckets divide its step (raw samples for steps under 5 minutes), lets the
 database group rows into steps (`EpochBucket`), and returns one value per step and project, with
 None where nothing was recorded, so a chart shows a gap instead of inventing a line.
+
+CPU and memory (issue 26) are what the pods of the project's running jobs request, sampled in
+millicores and MiB and answered in cores and GiB (`cpu`, `memory`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ from portal.tenancy.models import Project
 MAX_POINTS = 5000  # per series
 AUTO_POINTS = 1000  # an automatic step gives at most this many points
 NICE_STEPS_S = (1, 2, 5, 10, 30, 60, 300, 3600, 3 * 3600, 6 * 3600, 86400)
-SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization", "idle")
+SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization", "idle", "cpu",
+          "memory")  # fmt: skip
+MILLIS_PER_CORE, MIB_PER_GIB = 1000, 1024
+# the CSV's header: time, project, then one column per SERIES
+CSV_COLUMNS = ("time", "project", "allocated_gpus", "quota", "fair_share", "pending_jobs",
+               "running_jobs", "utilization", "idle_gpus", "allocated_cpu_cores",
+               "allocated_memory_gib")  # fmt: skip
 
 
 class EpochBucket(Func):
@@ -94,8 +103,7 @@ class Series:
 
     def csv_rows(self) -> Iterable[list]:
         """time, project, then the mean of each series over the step."""
-        yield ["time", "project", "allocated_gpus", "quota", "fair_share", "pending_jobs",
-               "running_jobs", "utilization", "idle_gpus"]  # fmt: skip
+        yield list(CSV_COLUMNS)
         for name, series in self.projects.items():
             for index, moment in enumerate(self.times):
                 values = [series[key][index] for key in SERIES]
@@ -115,10 +123,12 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
     names = dict(Project.objects.values_list("id", "name"))
     projects: dict[str, tuple[list, ...]] = {}  # name -> one list per SERIES
     allocated_total, pending_total, running_total = [0.0] * count, [0.0] * count, [0.0] * count
+    cpu_total, memory_total = [0.0] * count, [0.0] * count
     busy, weight, seen = [0.0] * count, [0.0] * count, [False] * count
     simulated = False
     for row in _rows(resolution, datetime.fromtimestamp(first, UTC), end, step, first):
-        project_id, index, allocated, quota, fair, pending, running, utilization, idle, sim = row
+        (project_id, index, allocated, quota, fair, pending, running, utilization, idle, cpu,
+         memory, sim) = row  # fmt: skip
         name = names.get(project_id)
         if name is None or not 0 <= index < count:
             continue
@@ -127,19 +137,22 @@ def allocation(start: datetime, end: datetime, step: int, visible: frozenset[str
             series = projects[name] = tuple([None] * count for _ in SERIES)
         series[0][index], series[1][index], series[2][index] = allocated, quota, fair
         series[3][index], series[4][index], series[5][index] = pending, running, utilization
-        series[6][index] = idle
+        series[6][index], series[7][index], series[8][index] = idle, cpu, memory
         simulated = simulated or sim
         seen[index] = True
         allocated_total[index] += allocated
         pending_total[index] += pending
         running_total[index] += running
+        cpu_total[index] += cpu
+        memory_total[index] += memory
         if utilization is not None and allocated:
             busy[index] += utilization * allocated
             weight[index] += allocated
     cluster = {
         key: [round(total[i], 3) if seen[i] else None for i in range(count)]
         for key, total in (("allocated", allocated_total), ("pending", pending_total),
-                           ("running", running_total))
+                           ("running", running_total), ("cpu", cpu_total),
+                           ("memory", memory_total))
     }  # fmt: skip
     cluster["utilization"] = [
         round(busy[i] / weight[i], 3) if weight[i] else None for i in range(count)
@@ -162,11 +175,11 @@ def _add_idle_projects(projects: dict[str, tuple[list, ...]], seen: list[bool]) 
     for name, quota in Project.objects.exclude(name__in=projects).values_list("name", "quota"):
         zero = [0.0 if seen[i] else None for i in range(count)]
         projects[name] = ([*zero], [float(quota)] * count, [None] * count, [*zero], [*zero],
-                          [None] * count, [*zero])  # fmt: skip
+                          [None] * count, [*zero], [*zero], [*zero])  # fmt: skip
 
 
 def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped: bool) -> str:
-    """One SELECT of (project, step index, the six means rounded to 3 places, simulated).
+    """One SELECT of (project, step index, the nine means rounded to 3 places, simulated).
 
     Rounding is float8 arithmetic (not numeric), and the step index is computed in SQL, so the
     rows arrive ready to place.
@@ -189,7 +202,9 @@ def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped
 _RAW = _sql(
     "jobs_usagesample", "time",
     ("AVG(allocated_gpus)", "AVG(quota)", "AVG(fair_share)", "AVG(pending_jobs)::float8",
-     "AVG(running_jobs)::float8", "AVG(utilization)", "AVG(idle_gpus)"),
+     "AVG(running_jobs)::float8", "AVG(utilization)", "AVG(idle_gpus)",
+     f"AVG(allocated_cpu_millis)::float8 / {MILLIS_PER_CORE}",
+     f"AVG(allocated_memory_mib)::float8 / {MIB_PER_GIB}"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP = _sql(
@@ -198,21 +213,25 @@ _ROLLUP = _sql(
      "SUM(fair_share_sum) / SUM(samples)", "SUM(pending_sum) / SUM(samples)",
      "SUM(running_sum) / SUM(samples)",
      "SUM(utilization_sum) / NULLIF(SUM(utilization_samples), 0)",
-     "SUM(idle_sum) / SUM(samples)"),
+     "SUM(idle_sum) / SUM(samples)",
+     f"SUM(cpu_millis_sum) / SUM(samples) / {MILLIS_PER_CORE}",
+     f"SUM(memory_mib_sum) / SUM(samples) / {MIB_PER_GIB}"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP_AS_IS = _sql(
     "jobs_usagerollup", "bucket",
     ("allocated_sum / samples", "quota_sum / samples", "fair_share_sum / samples",
      "pending_sum / samples", "running_sum / samples",
-     "utilization_sum / NULLIF(utilization_samples, 0)", "idle_sum / samples"),
+     "utilization_sum / NULLIF(utilization_samples, 0)", "idle_sum / samples",
+     f"cpu_millis_sum / samples / {MILLIS_PER_CORE}",
+     f"memory_mib_sum / samples / {MIB_PER_GIB}"),
     "simulated", grouped=False,
 )  # fmt: skip
 
 
 def _rows(resolution: int, start: datetime, end: datetime, step: int, first: int) -> list[tuple]:
     """(project id, step index, allocated, quota, fair share, pending, running, utilization,
-    simulated) per project and step: the means of the samples in it.
+    idle, CPU cores, memory GiB, simulated) per project and step: the means of the samples in it.
 
     PostgreSQL does the grouping in one statement; a step equal to the rollup's
     resolution reads its rows as they are. Elsewhere (SQLite, the embedded default) the ORM does
@@ -241,7 +260,8 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             .annotate(
                 a=Avg("allocated_gpus"), q=Avg("quota"), f=Avg("fair_share"),
                 p=Avg("pending_jobs"), r=Avg("running_jobs"), u=Avg("utilization"),
-                i=Avg("idle_gpus"), sim=Count("id", filter=Q(simulated=True)),
+                i=Avg("idle_gpus"), c=Avg("allocated_cpu_millis"),
+                m=Avg("allocated_memory_mib"), sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
         means = [(row, 1, 1) for row in rows]
@@ -255,6 +275,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
                 n=Sum("samples"), a=Sum("allocated_sum"), q=Sum("quota_sum"),
                 f=Sum("fair_share_sum"), p=Sum("pending_sum"), r=Sum("running_sum"),
                 u=Sum("utilization_sum"), un=Sum("utilization_samples"), i=Sum("idle_sum"),
+                c=Sum("cpu_millis_sum"), m=Sum("memory_mib_sum"),
                 sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
@@ -266,6 +287,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             round(row["p"] / n, 3), round(row["r"] / n, 3),
             round(row["u"] / un, 3) if row["u"] is not None and un else None,
             round(row["i"] / n, 3),
+            round(row["c"] / n / MILLIS_PER_CORE, 3), round(row["m"] / n / MIB_PER_GIB, 3),
             bool(row["sim"]),
         )
         for row, n, un in means
@@ -275,8 +297,8 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
 _UPSERT = """
 INSERT INTO jobs_usagerollup (resolution_s, bucket, project_id, samples, quota_sum,
     fair_share_sum, allocated_sum, running_sum, pending_sum, utilization_sum,
-    utilization_samples, idle_sum, simulated)
-VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    utilization_samples, idle_sum, cpu_millis_sum, memory_mib_sum, simulated)
+VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     samples = jobs_usagerollup.samples + 1,
     quota_sum = jobs_usagerollup.quota_sum + excluded.quota_sum,
@@ -287,6 +309,8 @@ ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     utilization_sum = jobs_usagerollup.utilization_sum + excluded.utilization_sum,
     utilization_samples = jobs_usagerollup.utilization_samples + excluded.utilization_samples,
     idle_sum = jobs_usagerollup.idle_sum + excluded.idle_sum,
+    cpu_millis_sum = jobs_usagerollup.cpu_millis_sum + excluded.cpu_millis_sum,
+    memory_mib_sum = jobs_usagerollup.memory_mib_sum + excluded.memory_mib_sum,
     simulated = excluded.simulated
 """
 
@@ -302,7 +326,8 @@ def roll_up(samples: Iterable[UsageSample]) -> None:
             params.append(
                 (resolution, bucket, sample.project_id, sample.quota, sample.fair_share,
                  sample.allocated_gpus, sample.running_jobs, sample.pending_jobs,
-                 sample.utilization or 0.0, int(measured), sample.idle_gpus, sample.simulated)
+                 sample.utilization or 0.0, int(measured), sample.idle_gpus,
+                 sample.allocated_cpu_millis, sample.allocated_memory_mib, sample.simulated)
             )  # fmt: skip
     if params:
         with connection.cursor() as cursor:

@@ -315,6 +315,10 @@ class UsageSample(models.Model):
     pending_jobs = models.PositiveIntegerField(default=0)
     utilization = models.FloatField(null=True, blank=True)  # 0..1 of the allocated GPUs
     idle_gpus = models.FloatField(default=0.0)  # allocated to running jobs under 5 % utilization
+    # requested by the pods of its running jobs (issue 26); big: a cluster's MiB pass 2**31;
+    # db_default: raw INSERTs that predate them (the dashboard benchmark's fill) still work
+    allocated_cpu_millis = models.PositiveBigIntegerField(default=0, db_default=0)
+    allocated_memory_mib = models.PositiveBigIntegerField(default=0, db_default=0)
     simulated = models.BooleanField(default=False)
 
     class Meta:
@@ -344,6 +348,8 @@ class UsageRollup(models.Model):
     utilization_sum = models.FloatField(default=0.0)
     utilization_samples = models.PositiveIntegerField(default=0)
     idle_sum = models.FloatField(default=0.0)
+    cpu_millis_sum = models.FloatField(default=0.0, db_default=0.0)
+    memory_mib_sum = models.FloatField(default=0.0, db_default=0.0)
     simulated = models.BooleanField(default=False)
 
     class Meta:

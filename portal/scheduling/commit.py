@@ -31,6 +31,7 @@ from portal.scheduling.snapshot import CycleRows, with_current_run
 from portal.scheduling.transitions import Transition
 from portal.tenancy.models import Project
 from scheduler import Decision, JobKey, Plan, PodPlacement, Snapshot, apply_plan
+from scheduler import Job as CoreJob
 
 BATCH_SIZE = 2000  # rows per UPDATE statement
 EVENT_KINDS = {"start": "scheduled", "evict": "evicted", "move": "moved"}
@@ -230,13 +231,18 @@ class _Tally:
     busy_milli: int = 0  # GPUs whose utilization the agent reported
     weighted_utilization: float = 0.0
     idle_milli: int = 0  # GPUs of running jobs under IDLE_BELOW utilization
+    cpu_millis: int = 0  # requested by the running jobs' pods (issue 26)
+    memory_mib: int = 0
 
-    def add(self, milli: int, running: bool, utilization: float | None) -> None:
-        if not running:
+    def add(self, job: CoreJob, utilization: float | None) -> None:
+        if not job.running:
             self.pending += 1
             return
+        milli = job.milli_total
         self.running += 1
         self.allocated_milli += milli
+        self.cpu_millis += job.cpu_millis * job.pods
+        self.memory_mib += job.memory_mib * job.pods
         if utilization is not None:
             self.busy_milli += milli
             self.weighted_utilization += utilization * milli
@@ -260,7 +266,7 @@ def write_usage(
     """One UsageSample per project describing the cluster after this cycle."""
     tallies = {name: _Tally() for name in state.project_rows}
     for job in after.jobs:
-        tallies[job.project].add(job.milli_total, job.running, utilization.get(job.key))
+        tallies[job.project].add(job, utilization.get(job.key))
     quotas = {project.name: project.quota for project in state.projects}
     samples = UsageSample.objects.bulk_create(
         UsageSample(
@@ -273,6 +279,8 @@ def write_usage(
             pending_jobs=tallies[name].pending,
             utilization=tallies[name].utilization,
             idle_gpus=tallies[name].idle_milli / 1000,
+            allocated_cpu_millis=tallies[name].cpu_millis,
+            allocated_memory_mib=tallies[name].memory_mib,
             simulated=simulated,
         )
         for name, info in state.project_rows.items()

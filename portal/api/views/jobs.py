@@ -7,8 +7,10 @@ import io
 
 from django.conf import settings
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     extend_schema,
     extend_schema_view,
     inline_serializer,
@@ -30,6 +32,7 @@ from portal.api.fields import (
     whole_number,
 )
 from portal.api.permissions import IsClusterAdmin, MaySubmit
+from portal.api.serializers.analytics import AnalyticsSerializer
 from portal.api.serializers.jobs import (
     BulkJobsSerializer,
     JobEventSerializer,
@@ -368,9 +371,12 @@ class CSVRenderer(BaseRenderer):
 
 
 class AnalyticsAllocation(APIView):
-    """GET GPUs allocated per project over time, with quota, fair share, pending jobs and GPU
-    utilization: `?from=&to=` (ISO 8601, default the last 24 h) in steps of `?step=` seconds
-    (default: a nice step giving at most 1,000 points). `?format=csv` downloads the same series.
+    """GET GPUs allocated per project over time, with quota, fair share, pending jobs, GPU
+    utilization, and the CPU cores and memory (GiB) its running jobs' pods request:
+    `?from=&to=` (ISO 8601, default the last 24 h) in steps of `?step=` seconds
+    (default: a nice step giving at most 1,000 points). `?format=csv` downloads the same series,
+    a row per step and project: time, project, allocated_gpus, quota, fair_share, pending_jobs,
+    running_jobs, utilization, idle_gpus, allocated_cpu_cores, allocated_memory_gib.
     Projects are those you may see; the cluster series cover the whole cluster."""
 
     permission_classes = [IsAuthenticated]
@@ -391,7 +397,10 @@ class AnalyticsAllocation(APIView):
                 f"{analytics.MAX_POINTS} points (default: a nice step giving at most that many)",
             ),
         ],
-        responses={200: dict},
+        responses={
+            (200, "application/json"): AnalyticsSerializer,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR),
+        },
     )
     def get(self, request) -> Response:
         params = request.query_params
