@@ -58,8 +58,11 @@ class Session:
         self.decisions: list[Decision] = []
         self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
         self.reasons: dict[JobKey, str] = {}
-        self.hard_blocked: set[JobKey] = set()  # blocked by a limit or quota (R3), not by room
+        # Blocked by a limit or quota (R3), or too large for every node (resources.unplaceable),
+        # not by room: no later action's reason replaces theirs.
+        self.hard_blocked: set[JobKey] = set()
         self.fit_reasons: dict[tuple, str | None] = {}  # job shape -> resource reason (issue 26)
+        self.never_fits: dict[tuple, str | None] = {}  # job shape -> why no node ever holds it
         # Backfill (Policy.backfill, scheduler/actions/backfill.py); all empty without it.
         self.reservations: dict[JobKey, float] = {}  # reserved job -> predicted start (B1)
         self.held: set[JobKey] = set()  # fit now but would delay a reservation (B3)
@@ -102,7 +105,8 @@ class Session:
 
     def explain(self, job: Job, reason: str | None) -> None:
         """Give a pending job a more telling reason than "no idle GPUs", unless a limit or
-        quota (R3) already explains why it waits (that reason stays)."""
+        quota (R3), or a node too small for it whatever runs there, already explains why it waits
+        (that reason stays)."""
         if reason and job.key not in self.hard_blocked:
             self.reasons[job.key] = reason
 

@@ -10,7 +10,7 @@ from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
 from ..quantity import memory_text
-from ..resources import asked, blocked_by_resources, too_large
+from ..resources import asked, blocked_by_resources, unplaceable
 from ..session import Session, gpus, nodes_of
 from .backfill import Backfill
 
@@ -31,6 +31,11 @@ def allocate(session: Session) -> None:
         checkpoint = session.state.checkpoint()
         placement = place_job(session.state, job, session.policy)
         if placement is None:
+            never = unplaceable(session, job)
+            if never:  # no later action can help it; its reason stays (Session.explain)
+                session.reasons[job.key] = never
+                session.hard_blocked.add(job.key)
+                continue
             if backfill is None or not backfill.blocked(job):
                 session.reasons[job.key] = no_fit_reason(session, job)
             elif len(backfill.reservations) == 1 and not backfill.reordered:
@@ -60,14 +65,9 @@ def no_fit_reason(session: Session, job: Job) -> str:
     resource that does not fit when it is CPU, memory or GPU memory (issue 26)."""
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
-    indexes = pools_for(session.state, job)
-    largest = max((index.largest for index in indexes), default=0)
-    if not largest and (job.whole or job.shared):
-        return f"no ready node {where} has a healthy GPU (R5)"
-    if not any(index.members for index in indexes):
-        return f"no ready node {where} (R5)"
-    if job.whole and job.whole_devices_per_pod > largest:
-        return f"no node {where} has {gpus(job.milli_per_pod)} (R5.3)"
+    never = unplaceable(session, job)
+    if never:
+        return never
     if job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None:
         # One scan of the pools per job shape and cycle: later jobs of the same shape find the
         # cluster no emptier within allocate, and reasons are redone every cycle.
@@ -93,12 +93,10 @@ def no_fit_reason(session: Session, job: Job) -> str:
 
 def resource_reason(session: Session, job: Job, where: str) -> str | None:
     """The reason naming CPU, memory or GPU memory when one of them keeps the job off every node
-    of its pools (issue 26), or None when the GPUs are what is missing."""
+    of its pools now (issue 26), or None when the GPUs are what is missing. A job too large for
+    every node even empty has :func:`~scheduler.resources.unplaceable`'s reason instead."""
     indexes = pools_for(session.state, job)
     nodes = [session.state.nodes[name] for index in indexes for name in sorted(index.members)]
-    big = too_large([session.nodes[n.name] for n in nodes], job, where)
-    if big:
-        return big
     blocked = blocked_by_resources(nodes, job)
     if blocked:
         rule = "R6.1" if job.pods > 1 else "R5"

@@ -6,6 +6,7 @@ from ..bands import victim_note
 from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
+from ..resources import unplaceable
 from ..session import Session, nodes_of
 from .eviction import record_moves, solve
 from .signatures import FailedJobs
@@ -20,14 +21,15 @@ def preempt(session: Session) -> None:
     With service bands, priority is the class value then the lower band (L2), so a job of a
     lower band preempts running jobs of its class that have held more GPU-hours (L3).
 
-    Victims still within their preempt min runtime are left out (R7.4)."""
+    Victims still within their preempt min runtime are left out (R7.4). A job no node could
+    hold even empty (`resources.unplaceable`) is not tried."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
     pool = session.victims()
     while (job := queue.pop()) is not None:
         if not job.preemptible and _over_quota(session, job):
             continue
-        if failed.skip(job):
+        if failed.skip(job) or unplaceable(session, job):
             continue
         lowest = pool.lowest_priority(job.project)
         if lowest is None or lowest >= job.rank:

@@ -7,7 +7,7 @@ from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
 from ..queues import QueueState
-from ..resources import asked
+from ..resources import asked, unplaceable
 from ..session import Session, gpus, nodes_of
 from .eviction import Outcome, record_moves, solve
 from .signatures import FailedJobs
@@ -15,7 +15,8 @@ from .signatures import FailedJobs
 
 def reclaim(session: Session) -> None:
     """Pending jobs in allocation order (R9.1) that may reclaim (R9.2) search for victims among
-    other projects' preemptible jobs (R9.3) that the validator accepts (R9.4, R9.5)."""
+    other projects' preemptible jobs (R9.3) that the validator accepts (R9.4, R9.5). A job no
+    node could hold even empty (`resources.unplaceable`) is not tried."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
     pool = session.victims()
@@ -24,8 +25,8 @@ def reclaim(session: Session) -> None:
         if blocked:
             session.explain(job, blocked)
             continue
-        if failed.skip(job) or session.capacity_block(job):
-            continue
+        if failed.skip(job) or session.capacity_block(job) or unplaceable(session, job):
+            continue  # an unplaceable job keeps allocate's reason (Session.hard_blocked)
         shielded = Shielded()
         victims = pool.queue(
             candidate_projects(session, job, pool.by_queue),

@@ -208,10 +208,12 @@ def test_r2_6_failed_devices_leave_the_cluster_total_and_placement():
     nodes = (Node("n1", 4, failed_devices=(0, 2)),)
     team = (Project("team-a", 0, over_quota_weight=1),)
     jobs = (Job("team-a", "new", 1, order=1), Job("team-a", "more", 4, order=2))
-    plan = plan_cycle(Snapshot(nodes, team, jobs), Policy(reclaim=False))
+    plan = plan_cycle(Snapshot(nodes, team, jobs))
     assert plan.fair_shares["team-a"] == 2
     assert started(plan).placement[0].devices == (1,)
-    assert plan.pending_reasons[("team-a", "more")] == "no node in the cluster has 4 GPUs (R5.3)"
+    assert plan.pending_reasons[("team-a", "more")] == (
+        "no node in the cluster has 4 healthy GPUs: n1 has 2 (GPUs 0, 2 failed) (R5.3)"
+    )
 
 
 def test_r2_6_a_job_on_a_failed_device_is_evicted_within_one_cycle_naming_the_gpu():
