@@ -1,4 +1,5 @@
-/* The analytics page: per-project allocation, pending jobs and utilization over a chosen range. */
+/* The analytics page: per-project GPUs, CPU and memory allocated, pending jobs and utilization
+   over a chosen range. */
 "use strict";
 (function () {
   const PALETTE = ["#2f6fbd", "#e07a1f", "#2a9d5c", "#b3261e", "#6b3fa0", "#8c564b", "#d6489f", "#5f6b7a", "#a39b00", "#17a2b8"];
@@ -7,7 +8,7 @@
   const status = document.getElementById("status");
   const csv = document.getElementById("csv");
   const problem = document.getElementById("range-error");
-  const CHARTS = ["allocation-chart", "pending-chart", "idle-chart", "utilization-chart"];
+  const CHARTS = ["allocation-chart", "cpu-chart", "memory-chart", "pending-chart", "idle-chart", "utilization-chart"];
   const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   const BASE = { margin: { l: 50, r: 20, t: 10, b: 40 }, hovermode: "x unified", paper_bgcolor: "rgba(0,0,0,0)",
                  plot_bgcolor: "rgba(0,0,0,0)", legend: { orientation: "h", y: -0.2 },
@@ -66,13 +67,18 @@
     const x = data.times;
     // a series with few points gets markers, so a single sample still shows
     const mode = (ys) => (ys.filter((y) => y != null).length < 30 ? "lines+markers" : "lines");
-    const allocation = [], pending = [];
+    const allocation = [], pending = [], cpu = [], memory = [];
     data.projects.forEach((p, i) => {
       const color = PALETTE[i % PALETTE.length];
       allocation.push({ type: "scatter", mode: mode(p.allocated), marker: { size: 4 }, name: p.name, x, y: p.allocated, line: { color, width: 2.5, shape: "hv" },
                         legendgroup: p.name, hovertemplate: `${p.name}: %{y} GPUs<extra></extra>` });
       allocation.push({ type: "scatter", mode: "lines", name: `${p.name} quota`, x, y: p.quota, legendgroup: p.name,
                         line: { color, width: 1.5, dash: "dot", shape: "hv" }, hovertemplate: `${p.name} quota: %{y}<extra></extra>` });
+      // CPU and memory in the project's colour of the GPU chart (issue 26)
+      cpu.push({ type: "scatter", mode: mode(p.cpu), marker: { size: 4 }, name: p.name, x, y: p.cpu, line: { color, width: 2, shape: "hv" },
+                 hovertemplate: `${p.name}: %{y} cores<extra></extra>` });
+      memory.push({ type: "scatter", mode: mode(p.memory), marker: { size: 4 }, name: p.name, x, y: p.memory, line: { color, width: 2, shape: "hv" },
+                    hovertemplate: `${p.name}: %{y} GiB<extra></extra>` });
       pending.push({ type: "scatter", mode: mode(p.pending), marker: { size: 4 }, name: p.name, x, y: p.pending, line: { color, shape: "hv" },
                      hovertemplate: `${p.name}: %{y} pending<extra></extra>` });
     });
@@ -80,6 +86,8 @@
     const utilization = [{ type: "scatter", mode: mode(data.cluster.utilization), marker: { size: 4 }, name: "allocated GPUs", x, y: data.cluster.utilization.map((u) => (u == null ? null : u * 100)),
                            line: { color: "#2a9d5c", shape: "hv" }, hovertemplate: "%{y:.0f} %<extra></extra>" }];
     Plotly.react("allocation-chart", allocation, { ...BASE, height: 380, yaxis: { title: { text: "GPUs" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("cpu-chart", cpu, { ...BASE, height: 300, yaxis: { title: { text: "CPU (cores)" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("memory-chart", memory, { ...BASE, height: 300, yaxis: { title: { text: "memory (GiB)" }, rangemode: "tozero" } }, CONFIG);
     Plotly.react("pending-chart", pending, { ...BASE, height: 260, yaxis: { title: { text: "jobs" }, rangemode: "tozero" } }, CONFIG);
     const idleNames = data.projects.map((p) => p.name);
     Plotly.react("idle-chart", [{ type: "bar", x: idleNames, y: data.projects.map((p) => p.idle_gpu_hours),
