@@ -256,7 +256,8 @@ class Policy:
     - `saturation_multiplier`: R9.5; values below 1 are treated as 1.
     - `max_consolidation_preemptees`: R11.1.
     - `consolidation_candidates`: ``"node_first"`` (Allot's improvement E11, the default: a
-      whole-GPU job is offered the occupants of the nodes cheapest to empty) or
+      pending job is offered the occupants of the nodes cheapest to empty, every resource
+      counted) or
       ``"victim_queue"`` (KAI: the first jobs of the R8.1 victim queue, wherever they run).
     - `allow_consolidating_reclaim`: R9.7.
     - `staleness_grace_s`: R6.4, how long a gang may run below its pod count (negative = never).

@@ -250,14 +250,14 @@ def simulate(
 def _replace_victim(session: Session, victim: Job, old, outcome: Outcome) -> None:
     """Take a victim through normal placement (R8.5): idle devices elsewhere outrank its own
     releasing ones (R5.1 availability), which is what lets consolidation move jobs. A whole-GPU
-    victim placed back on its own node(s) is kept where it was; a fraction goes to the device
-    GPU packing picks (R5.4), so fractions consolidate within a node too; elsewhere it is moved;
-    nowhere, evicted."""
+    or CPU-only victim placed back on its own node(s) is kept where it was; a fraction goes to
+    the device GPU packing picks (R5.4), so fractions consolidate within a node too; elsewhere
+    it is moved; nowhere, evicted."""
     state = session.state
     if session.capacity_block(victim) is None:
         checkpoint = state.checkpoint()
         placement = place_job(state, victim, session.policy)
-        if placement is not None and _same_nodes(placement, old) and victim.whole:
+        if placement is not None and _same_nodes(placement, old) and not victim.shared:
             state.rollback(checkpoint)
             if _still_free(session, victim, old):
                 state.place(victim, old)
