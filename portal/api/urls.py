@@ -23,6 +23,8 @@ from portal.api.views.jobs import (
 from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
 from portal.api.views.sso import SSORuleDetail, SSORuleList
 from portal.api.views.tenancy import (
+    DepartmentDetail,
+    DepartmentList,
     MemberDetail,
     MemberList,
     ProjectDetail,
@@ -42,6 +44,8 @@ from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 urlpatterns = [
     path("nodes/", NodeList.as_view(), name="node-list"),
     path("nodes/<str:name>/", NodeDetail.as_view(), name="node-detail"),
+    path("departments/", DepartmentList.as_view(), name="department-list"),
+    path("departments/<str:name>/", DepartmentDetail.as_view(), name="department-detail"),
     path("projects/", ProjectList.as_view(), name="project-list"),
     path("projects/<str:name>/", ProjectDetail.as_view(), name="project-detail"),
     path("projects/<str:name>/members/", MemberList.as_view(), name="member-list"),

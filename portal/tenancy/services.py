@@ -1,5 +1,5 @@
-"""Writes to projects, memberships, user accounts and their API tokens; each change to a project
-asks for a scheduling cycle.
+"""Writes to departments, projects, memberships, user accounts and their API tokens; each
+change to a department or a project asks for a scheduling cycle.
 
 The REST API, the web pages and the management commands all write through these verbs, so a
 duplicate is the same 409 naming the same field through every door. What is valid (a password
@@ -22,6 +22,7 @@ from portal.core.trigger import request_cycle_on_commit
 from portal.tenancy.models import (
     TOKEN_PREFIX_LEN,
     ApiToken,
+    Department,
     Membership,
     Project,
     new_token_key,
@@ -31,35 +32,55 @@ from portal.tenancy.models import (
 
 def create_project(**fields) -> Project:
     """A new project; 409 when the name is taken."""
-    name = fields["name"]
+    return _create_queue(Project, **fields)
+
+
+def create_department(**fields) -> Department:
+    """A new department (a parent queue, R2.11); 409 when the name is taken."""
+    return _create_queue(Department, **fields)
+
+
+def _create_queue(model, **fields):
+    kind, name = model._meta.model_name, fields["name"]
+    taken = f"a {kind} named {name!r} already exists"
     try:
         with transaction.atomic():
-            if Project.objects.filter(name=name).exists():
-                raise conflict("name", f"a project named {name!r} already exists")
-            project = Project.objects.create(**fields)
-            audit.record("project.created", project, changes=audit.diff({}, fields))
+            if model.objects.filter(name=name).exists():
+                raise conflict("name", taken)
+            queue = model.objects.create(**fields)
+            audit.record(f"{kind}.created", queue, changes=audit.diff({}, fields))
             request_cycle_on_commit()
     except IntegrityError:
-        raise conflict("name", f"a project named {name!r} already exists") from None
-    return project
+        raise conflict("name", taken) from None
+    return queue
 
 
-# What the audit log calls a project's change: its GPU quota, weight and limit, or the rest
-PROJECT_AUDIT = {"project.quota_changed": ("quota", "over_quota_weight", "limit"),
-                 "project.limits_changed": None}  # fmt: skip
+# What the audit log calls a queue's change: its GPU quota, weight and limit, or the rest
+QUEUE_AUDIT = ("quota", "over_quota_weight", "limit")
+PROJECT_AUDIT = {"project.quota_changed": QUEUE_AUDIT, "project.limits_changed": None}
+DEPARTMENT_AUDIT = {"department.quota_changed": QUEUE_AUDIT, "department.limits_changed": None}
 
 
 def update_project(project: Project, **fields) -> Project:
     """Change a project's quota, weight, limit, pools or time limit (the name stays)."""
+    return _update_queue(project, PROJECT_AUDIT, **fields)
+
+
+def update_department(department: Department, **fields) -> Department:
+    """Change a department's quota, weight, limits or minimum run times (the name stays)."""
+    return _update_queue(department, DEPARTMENT_AUDIT, **fields)
+
+
+def _update_queue(queue, actions: dict, **fields):
     with transaction.atomic():
-        before = audit.snapshot(project, fields)
+        before = audit.snapshot(queue, fields)
         for key, value in fields.items():
-            setattr(project, key, value)
-        if fields:  # only the given columns: `fair_share` belongs to the cycle
-            project.save(update_fields=list(fields))
-            audit.record_changes(project, before, PROJECT_AUDIT)
+            setattr(queue, key, value)
+        if fields:  # only the given columns: a project's `fair_share` belongs to the cycle
+            queue.save(update_fields=list(fields))
+            audit.record_changes(queue, before, actions)
             request_cycle_on_commit()
-    return project
+    return queue
 
 
 def delete_project(project: Project) -> None:
@@ -70,6 +91,17 @@ def delete_project(project: Project) -> None:
             raise conflict("name", f"project {project.name} still has {count} job(s)")
         audit.record("project.deleted", project)
         project.delete()
+        request_cycle_on_commit()
+
+
+def delete_department(department: Department) -> None:
+    """Remove a department with no projects (409 otherwise: move or delete them first)."""
+    with transaction.atomic():
+        count = department.projects.count()
+        if count:
+            raise conflict("name", f"department {department.name} still has {count} project(s)")
+        audit.record("department.deleted", department)
+        department.delete()
         request_cycle_on_commit()
 
 

@@ -9,17 +9,20 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from portal.api.errors import MISSING
-from portal.api.fields import StrictModelSerializer
+from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.api.serializers.jobs import dns_label
 from portal.api.serializers.quantities import QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 from portal.tenancy.models import (
+    DEPARTMENT_PREEMPT_HELP,
+    DEPARTMENT_RECLAIM_HELP,
     MIN_RUNTIME_NEVER,
     MIN_RUNTIME_RANGE,
     MIN_RUNTIME_VALUES,
     PREEMPT_HELP,
     RECLAIM_HELP,
+    Department,
     Membership,
     Project,
     Role,
@@ -40,15 +43,70 @@ MIN_RUNTIME = {
 }  # fmt: skip
 
 
-class ProjectSerializer(StrictModelSerializer):
-    """A project's settings; usage figures are read-only (annotated by the view's queryset)."""
+# the fields a project and a department share (QueueSerializer): GPUs, then CPU and memory
+QUEUE_FIELDS = ["name", "quota", "over_quota_weight", "limit"]
+LIMIT_NUMBERS = ["cpu_limit_millis", "memory_limit_mib"]
+LIMIT_FIELDS = ["cpu_limit", "memory_limit", *LIMIT_NUMBERS]
+
+
+class QueueSerializer(StrictModelSerializer):
+    """What a project and a department (both queues of the scheduler) share: a name fixed at
+    creation, the GPU quota, weight and limit (a limit below the quota refused), and the CPU and
+    memory limits as Kubernetes quantities (R3.1, issue 26)."""
 
     create_only = ("name",)  # a PATCH refuses another; not in its schema (portal/api/schema.py)
+    kind = "queue"  # the word its messages use
 
     name = serializers.CharField(max_length=NAME_MAX, validators=[dns_label])
     quota = serializers.DecimalField(**GPUS)
     over_quota_weight = serializers.DecimalField(allow_null=True, required=False, **GPUS)
     limit = serializers.DecimalField(allow_null=True, required=False, **GPUS)
+    cpu_limit = QuantityField(
+        "cpu",
+        source="cpu_limit_millis",
+        help_text="the most CPU the running jobs hold together (a department's: of all its "
+        "projects; null: no limit)",
+    )
+    memory_limit = QuantityField(
+        "memory",
+        source="memory_limit_mib",
+        help_text="the most memory the running jobs hold together (a department's: of all its "
+        "projects; null: no limit)",
+    )
+
+    class Meta:  # the shared part alone, as a project's; each queue's serializer lists its own
+        model = Project
+        fields = [*QUEUE_FIELDS, *LIMIT_FIELDS]
+        read_only_fields = LIMIT_NUMBERS
+
+    def validate_name(self, name: str) -> str:
+        if self.instance is not None and name != self.instance.name:
+            raise serializers.ValidationError(f"a {self.kind}'s name cannot be changed")
+        return name
+
+    def validate(self, attrs: dict) -> dict:
+        quota = attrs.get("quota", getattr(self.instance, "quota", None))
+        limit = attrs.get("limit", getattr(self.instance, "limit", None))
+        if limit is not None and quota is not None and limit < quota:
+            raise serializers.ValidationError(
+                {"limit": [f"must be at least the quota ({quota:g}), or null for no limit"]}
+            )
+        return attrs
+
+
+class ProjectSerializer(QueueSerializer):
+    """A project's settings; usage figures are read-only (annotated by the view's queryset)."""
+
+    kind = "project"
+    department = StrictSlugRelatedField(
+        slug_field="name",
+        queryset=Department.objects.all(),
+        allow_null=True,
+        required=False,
+        error_messages={"does_not_exist": "No department named {value!r}."},
+        help_text="the department (parent queue, R2.11) whose fair share it divides with its "
+        "sibling projects; null: none",
+    )
     node_pools = serializers.ListField(
         child=serializers.CharField(max_length=63), max_length=64, required=False
     )
@@ -78,16 +136,6 @@ class ProjectSerializer(StrictModelSerializer):
         source="default_memory_mib",
         help_text="memory per pod for jobs that do not say (null: the cluster's)",
     )
-    cpu_limit = QuantityField(
-        "cpu",
-        source="cpu_limit_millis",
-        help_text="the most CPU the project's running jobs hold together (null: no limit)",
-    )
-    memory_limit = QuantityField(
-        "memory",
-        source="memory_limit_mib",
-        help_text="the most memory the project's running jobs hold together (null: none)",
-    )
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -95,10 +143,8 @@ class ProjectSerializer(StrictModelSerializer):
     class Meta:
         model = Project
         fields = [
-            "name",
-            "quota",
-            "over_quota_weight",
-            "limit",
+            *QUEUE_FIELDS,
+            "department",
             "node_pools",
             "interactive_time_limit_s",
             "training_max_runtime_s",
@@ -113,12 +159,9 @@ class ProjectSerializer(StrictModelSerializer):
             "preempt_min_runtime_s",
             "default_cpu",
             "default_memory",
-            "cpu_limit",
-            "memory_limit",
             "default_cpu_millis",
             "default_memory_mib",
-            "cpu_limit_millis",
-            "memory_limit_mib",
+            *LIMIT_FIELDS,
             "allocated_gpus",
             "fair_share",
             "running_jobs",
@@ -130,8 +173,7 @@ class ProjectSerializer(StrictModelSerializer):
             "created_at",
             "default_cpu_millis",
             "default_memory_mib",
-            "cpu_limit_millis",
-            "memory_limit_mib",
+            *LIMIT_NUMBERS,
         ]
 
     def get_allocated_gpus(self, project: Project) -> float:
@@ -148,11 +190,6 @@ class ProjectSerializer(StrictModelSerializer):
         data["fair_share"] = round(project.fair_share, 3)
         return data
 
-    def validate_name(self, name: str) -> str:
-        if self.instance is not None and name != self.instance.name:
-            raise serializers.ValidationError("a project's name cannot be changed")
-        return name
-
     def validate_node_pools(self, pools: list[str]) -> list[str]:
         known = set(Node.objects.values_list("pool", flat=True))
         unknown = [pool for pool in pools if pool not in known]
@@ -163,14 +200,32 @@ class ProjectSerializer(StrictModelSerializer):
             )
         return list(dict.fromkeys(pools))
 
-    def validate(self, attrs: dict) -> dict:
-        quota = attrs.get("quota", getattr(self.instance, "quota", None))
-        limit = attrs.get("limit", getattr(self.instance, "limit", None))
-        if limit is not None and quota is not None and limit < quota:
-            raise serializers.ValidationError(
-                {"limit": [f"must be at least the quota ({quota:g}), or null for no limit"]}
-            )
-        return attrs
+
+class DepartmentSerializer(QueueSerializer):
+    """A department (a parent queue, R2.11): its GPU quota, weight and limit, minimum run times
+    (R7.4) and the CPU and memory limits all its projects' running jobs share (issue 26); its
+    projects are listed by name, set on each project."""
+
+    kind = "department"
+    reclaim_min_runtime_s = serializers.IntegerField(
+        help_text=DEPARTMENT_RECLAIM_HELP, **MIN_RUNTIME
+    )
+    preempt_min_runtime_s = serializers.IntegerField(
+        help_text=DEPARTMENT_PREEMPT_HELP, **MIN_RUNTIME
+    )
+    projects = serializers.SlugRelatedField(slug_field="name", many=True, read_only=True)
+
+    class Meta:
+        model = Department
+        fields = [
+            *QUEUE_FIELDS,
+            "reclaim_min_runtime_s",
+            "preempt_min_runtime_s",
+            *LIMIT_FIELDS,
+            "projects",
+            "created_at",
+        ]
+        read_only_fields = ["created_at", *LIMIT_NUMBERS]
 
 
 class MembershipSerializer(StrictModelSerializer):

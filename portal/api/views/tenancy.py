@@ -1,4 +1,4 @@
-"""REST endpoints for projects, their members and users."""
+"""REST endpoints for departments, projects, their members and users."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from portal.api.permissions import (
 from portal.api.serializers.fairshare import ProjectWithUsageSerializer
 from portal.api.serializers.tenancy import (
     AccountSerializer,
+    DepartmentSerializer,
     MembershipSerializer,
     ProjectSerializer,
     UserSerializer,
@@ -25,7 +26,35 @@ from portal.api.serializers.tenancy import (
 from portal.jobs.queries import with_usage
 from portal.scheduling import fairshare
 from portal.tenancy import services
-from portal.tenancy.models import Membership, Project
+from portal.tenancy.models import Department, Membership, Project
+
+
+class DepartmentList(generics.ListCreateAPIView):
+    """GET the departments or POST a new one (cluster admins)."""
+
+    serializer_class = DepartmentSerializer
+    permission_classes = [IsClusterAdmin]
+    queryset = Department.objects.prefetch_related("projects").order_by("id")
+
+    def perform_create(self, serializer):
+        serializer.instance = services.create_department(**serializer.validated_data)
+
+
+class DepartmentDetail(generics.RetrieveUpdateDestroyAPIView):
+    """GET, PATCH or DELETE (no projects left) one department (cluster admins)."""
+
+    serializer_class = DepartmentSerializer
+    permission_classes = [IsClusterAdmin]
+    queryset = Department.objects.prefetch_related("projects")
+    lookup_field = "name"
+    lookup_url_kwarg = "name"
+    http_method_names = ["get", "patch", "delete", "head", "options"]
+
+    def perform_update(self, serializer):
+        services.update_department(serializer.instance, **serializer.validated_data)
+
+    def perform_destroy(self, department):
+        services.delete_department(department)
 
 
 class ProjectList(generics.ListCreateAPIView):

@@ -78,8 +78,8 @@ def _devices_exist(body: dict) -> None:
 
 
 def _limit_above_quota(body: dict) -> None:
-    """A project's GPU limit is at least its quota: a lower one becomes the quota (or no limit,
-    null, in a PATCH that does not say the quota)."""
+    """A project's (or a department's) GPU limit is at least its quota: a lower one becomes the
+    quota (or no limit, null, in a PATCH that does not say the quota)."""
     limit, quota = body.get("limit"), body.get("quota")
     if not isinstance(limit, int | float) or isinstance(limit, bool):
         return
@@ -107,7 +107,8 @@ def map_case(context, case):
     if case.operation.path.startswith("/api/v1/nodes/") and isinstance(case.body, dict):
         _devices_exist(case.body)
         return case
-    if case.operation.path.startswith("/api/v1/projects/") and isinstance(case.body, dict):
+    queues = ("/api/v1/projects/", "/api/v1/departments/")
+    if case.operation.path.startswith(queues) and isinstance(case.body, dict):
         _limit_above_quota(case.body)
         return case
     bounds = RANGES.get(case.operation.path)
