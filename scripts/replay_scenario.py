@@ -4,8 +4,9 @@
     python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
 
-The scenario's nodes (with their CPU, memory, GPU memory and failed devices) and projects (with
-their CPU and memory limits) are created, or, when they exist, updated to the scenario's values;
+The scenario's nodes (with their CPU, memory, GPU memory and failed devices), departments and
+projects (with their CPU and memory limits, a project with its department) are created, or, when
+they exist, updated to the scenario's values;
 each job is submitted with `POST /api/v1/jobs/` (with its `cpu`, `memory` and `gpu_memory`) and
 each deletion sent with `DELETE`, every one followed by `POST /api/v1/scheduler/cycles/` (settle),
 as FORMAT.md prescribes; a step's `failed_devices` is a `PATCH` of the node, settled before the
@@ -15,7 +16,8 @@ and fair shares are read back and printed and checked by the same code as
 reported while the step settled), so the two outputs can be compared line by line.
 
 `--clean` deletes the jobs already in the scenario's projects; `--reset` makes the portal hold the
-scenario alone - every job, node and project deleted first - for a scratch or test portal, where
+scenario alone - every job, node, project and department deleted first - for a scratch or test
+portal, where
 other nodes and projects would change placement and fair shares, and where a node kept from an
 earlier scenario would keep CPU, memory or failed devices this one does not set.
 
@@ -36,7 +38,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scheduler import Job, Node, Plan, PodPlacement, Policy, Project, Snapshot
+from scheduler import Department, Job, Node, Plan, PodPlacement, Policy, Project, Snapshot
 from scheduler_tools.scenario import (
     ReplayResult,
     Scenario,
@@ -107,15 +109,14 @@ def _decode(raw: bytes):
 
 
 def replayable(scenario: Scenario) -> None:
-    """Refuse what the REST API cannot express (departments, a non-default policy)."""
-    if scenario.departments:
-        raise ScenarioError("departments cannot be created through the REST API yet")
+    """Refuse what the REST API cannot express (a non-default policy)."""
     if scenario.policy != Policy():
         raise ScenarioError("the portal runs the default policy; this scenario sets 'policy'")
 
 
 def upsert(portal: Portal, collection: str, body: dict) -> None:
-    """Create the node or project, or bring an existing one to the scenario's values."""
+    """Create the node, department or project, or bring an existing one to the scenario's
+    values."""
     status, answer = portal.call("POST", f"/api/v1/{collection}/", body)
     if status == 201:
         return
@@ -143,16 +144,22 @@ def node_body(node: Node) -> dict:
     return body | {key: value for key, value in optional.items() if value is not None}
 
 
-def project_body(project: Project) -> dict:
-    """The project as the API takes it, with its CPU and memory limits when it has them."""
-    body = {"name": project.name, "quota": project.quota,
-            "over_quota_weight": project.over_quota_weight, "limit": project.limit,
-            "node_pools": list(project.node_pools)}  # fmt: skip
+def queue_body(queue: Project | Department) -> dict:
+    """A department or project as the API takes it: GPU quota, weight and limit, and its CPU and
+    memory limits exact (`m`, `Mi`) when it has them."""
+    body = {"name": queue.name, "quota": queue.quota,
+            "over_quota_weight": queue.over_quota_weight, "limit": queue.limit}  # fmt: skip
     limits = {
-        "cpu_limit": _quantity(project.cpu_limit_millis, "m"),
-        "memory_limit": _quantity(project.memory_limit_mib, "Mi"),
+        "cpu_limit": _quantity(queue.cpu_limit_millis, "m"),
+        "memory_limit": _quantity(queue.memory_limit_mib, "Mi"),
     }
     return body | {key: value for key, value in limits.items() if value is not None}
+
+
+def project_body(project: Project) -> dict:
+    """The project as the API takes it: its queue's fields, pools and department (or none)."""
+    return queue_body(project) | {"node_pools": list(project.node_pools),
+                                  "department": project.department}  # fmt: skip
 
 
 def _quantity(value: int | None, unit: str) -> str | None:
@@ -160,12 +167,14 @@ def _quantity(value: int | None, unit: str) -> str | None:
 
 
 def prepare(portal: Portal, scenario: Scenario, clean: bool, reset: bool = False) -> None:
-    """Nodes and projects as the scenario says; the scenario's projects without jobs. With
-    `reset`, nothing else: every job, node and project is deleted first."""
+    """Nodes, departments and projects as the scenario says; the scenario's projects without
+    jobs. With `reset`, nothing else: every job, node, project and department is deleted first."""
     if reset:
         _reset(portal)
     for node in scenario.nodes:
         upsert(portal, "nodes", node_body(node))
+    for department in scenario.departments:
+        upsert(portal, "departments", queue_body(department))
     for project in scenario.projects:
         upsert(portal, "projects", project_body(project))
     names = {project.name for project in scenario.projects}
@@ -181,11 +190,12 @@ def prepare(portal: Portal, scenario: Scenario, clean: bool, reset: bool = False
 
 
 def _reset(portal: Portal) -> None:
-    """Every job, node and project deleted: the scenario then makes the whole cluster."""
+    """Every job, node, project and department deleted (projects before their departments): the
+    scenario then makes the whole cluster."""
     for job in portal.all("/api/v1/jobs/"):
         portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
     portal.settle()
-    for collection in ("nodes", "projects"):
+    for collection in ("nodes", "projects", "departments"):
         for row in portal.all(f"/api/v1/{collection}/"):
             portal.require("DELETE", f"/api/v1/{collection}/{row['name']}/")
 
@@ -209,7 +219,8 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
         if not placement:
             reasons[job.key] = row.get("pending_reason") or ""
     shares = {row["name"]: row["fair_share"] for row in portal.all("/api/v1/projects/")}
-    snapshot = Snapshot(nodes=scenario.nodes, projects=scenario.projects, jobs=tuple(jobs))
+    snapshot = Snapshot(nodes=scenario.nodes, projects=scenario.projects, jobs=tuple(jobs),
+                        departments=scenario.departments)  # fmt: skip
     return snapshot, Plan(decisions=(), fair_shares=shares, pending_reasons=reasons)
 
 

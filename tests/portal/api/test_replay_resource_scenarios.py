@@ -1,7 +1,8 @@
 """Issue 26's resource scenarios through the REST API: the 23 files of
-tests/scheduler/scenarios/ that use CPU, memory, GPU memory or failed devices, replayed one after
-another on one live portal by scripts/replay_scenario.py (`--reset` between them), pass as they
-do through the core (tests/scheduler/test_scenarios.py)."""
+tests/scheduler/scenarios/ that use CPU, memory, GPU memory or failed devices (departments' CPU
+and memory limits included), replayed one after another on one live portal by
+scripts/replay_scenario.py (`--reset` between them), pass as they do through the core
+(tests/scheduler/test_scenarios.py)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,19 @@ def test_reset_leaves_the_scenario_alone_and_unset_fields_keep_the_portals_value
     assert portal.all("/api/v1/jobs/") == []
     n1 = portal.require("GET", "/api/v1/nodes/n1/")
     assert (n1["cpu_millis"], n1["memory_mib"], n1["failed_devices"]) == (None, None, [])
+
+
+def test_departments_are_sent_with_their_limits_and_reset_deletes_them(live_server, cluster_admin):
+    script = load_script()
+    portal = script.Portal(live_server.url, issue_token(cluster_admin, "replay")[1])
+    portal.require("POST", "/api/v1/departments/", {"name": "old-dept", "quota": 1})
+    portal.require("POST", "/api/v1/projects/", {"name": "old", "quota": 1,
+                                                 "department": "old-dept"})  # fmt: skip
+    path = SCENARIOS / "r3_1_department_cpu_limit_caps_all_its_projects.json"
+    script.prepare(portal, load_scenario(path), clean=False, reset=True)
+    (dept,) = portal.all("/api/v1/departments/")
+    assert (dept["name"], dept["cpu_limit"], dept["memory_limit"]) == ("dept-d", "8", None)
+    assert dept["projects"] == ["team-p1", "team-p2"]
+    projects = {row["name"]: row for row in portal.all("/api/v1/projects/")}
+    assert sorted(projects) == ["team-p1", "team-p2", "team-q"]
+    assert projects["team-p1"]["cpu_limit"] == "6" and projects["team-q"]["department"] is None
