@@ -1,9 +1,9 @@
 """Benchmarks of the dashboards (`make bench-dashboards`), on PostgreSQL and Redis.
 
-1. Analytics: 100 projects with 30 days of usage (5-minute and hourly rollups, and the last two
-   hours of raw 10-second samples), then `GET /api/v1/analytics/allocation/`'s query
-   (`portal.dashboards.analytics.allocation`) over 30 days, 7 days, 24 hours and 1 hour. Target:
-   30 days under 300 ms.
+1. Analytics: 100 projects with 30 days of usage of GPUs, CPU and memory (5-minute and hourly
+   rollups, and the last two hours of raw 10-second samples), then the query of
+   `GET /api/v1/analytics/allocation/` (`portal.dashboards.analytics.allocation`) over 30 days,
+   7 days, 24 hours and 1 hour. Target: 30 days under 300 ms.
 2. Websocket fan-out: a daphne web process on Redis's channel layer with 50 signed-in browsers'
    websockets (`/ws/overview/`, 10 projects, each user a viewer of one); this process runs
    scheduling cycles that start one job each, and every client's latency from the cycle's commit
@@ -67,10 +67,11 @@ def setup_django() -> None:
 FILL_ROLLUPS = """
 INSERT INTO jobs_usagerollup (resolution_s, bucket, project_id, samples, quota_sum,
     fair_share_sum, allocated_sum, running_sum, pending_sum, utilization_sum,
-    utilization_samples, idle_sum, simulated)
+    utilization_samples, idle_sum, cpu_millis_sum, memory_mib_sum, simulated)
 SELECT r.res, b, p.id, r.res / 10, 4.0 * r.res / 10, 4.5 * r.res / 10,
        (random() * 8) * r.res / 10, (random() * 8) * r.res / 10, (random() * 3) * r.res / 10,
-       (0.5 + random() / 2) * r.res / 10, r.res / 10, random() * r.res / 10, true
+       (0.5 + random() / 2) * r.res / 10, r.res / 10, random() * r.res / 10,
+       (random() * 64000) * r.res / 10, (random() * 524288) * r.res / 10, true
 FROM tenancy_project p
 CROSS JOIN (VALUES (300), (3600)) AS r(res)
 CROSS JOIN LATERAL generate_series(
@@ -79,9 +80,9 @@ CROSS JOIN LATERAL generate_series(
 """
 FILL_SAMPLES = """
 INSERT INTO jobs_usagesample (time, project_id, quota, fair_share, allocated_gpus, running_jobs,
-    pending_jobs, utilization, idle_gpus, simulated)
+    pending_jobs, utilization, idle_gpus, allocated_cpu_millis, allocated_memory_mib, simulated)
 SELECT t, p.id, 4, 4.5, random() * 8, (random() * 8)::int, (random() * 3)::int,
-       0.5 + random() / 2, random(), true
+       0.5 + random() / 2, random(), (random() * 64000)::bigint, (random() * 524288)::bigint, true
 FROM tenancy_project p
 CROSS JOIN generate_series(%(start)s::timestamptz, %(end)s::timestamptz, interval '10 seconds') t
 """

@@ -199,12 +199,15 @@ def _sql(table: str, time: str, values: tuple[str, ...], simulated: str, grouped
     )
 
 
+# Means as SUM / COUNT: a float8 SUM keeps one number per group where AVG keeps three (and
+# numeric ones for integers), so the grouping stays in memory with the CPU and memory columns
 _RAW = _sql(
     "jobs_usagesample", "time",
-    ("AVG(allocated_gpus)", "AVG(quota)", "AVG(fair_share)", "AVG(pending_jobs)::float8",
-     "AVG(running_jobs)::float8", "AVG(utilization)", "AVG(idle_gpus)",
-     f"AVG(allocated_cpu_millis)::float8 / {MILLIS_PER_CORE}",
-     f"AVG(allocated_memory_mib)::float8 / {MIB_PER_GIB}"),
+    ("SUM(allocated_gpus) / COUNT(*)", "SUM(quota) / COUNT(*)", "SUM(fair_share) / COUNT(*)",
+     "SUM(pending_jobs)::float8 / COUNT(*)", "SUM(running_jobs)::float8 / COUNT(*)",
+     "SUM(utilization) / NULLIF(COUNT(utilization), 0)", "SUM(idle_gpus) / COUNT(*)",
+     f"SUM(allocated_cpu_millis::float8) / COUNT(*) / {MILLIS_PER_CORE}",
+     f"SUM(allocated_memory_mib::float8) / COUNT(*) / {MIB_PER_GIB}"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP = _sql(
