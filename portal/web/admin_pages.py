@@ -33,10 +33,11 @@ from portal.notify import services as notify_services
 from portal.notify.models import Delivery, Preference, Webhook
 from portal.scheduling import fairshare
 from portal.tenancy import services
-from portal.tenancy.models import MIN_RUNTIME_FIELDS, Membership, Project, Role
+from portal.tenancy.models import MIN_RUNTIME_FIELDS, Department, Membership, Project, Role
 from portal.tenancy.queries import min_runtimes
 from portal.web.forms import (
     CHECK,
+    CHOICE,
     INTEGER,
     LIST,
     NUMBER,
@@ -52,7 +53,8 @@ from portal.web.templatetags.allot import quantity_cpu, quantity_memory
 # time limits are read as the CLI takes them: 90m, 2h, 1d
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
-    "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
+    "department": CHOICE, "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS),
+    "idle_threshold": NUMBER,
     **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS), "default_cpu": QUANTITY,
     "default_memory": QUANTITY, "cpu_limit": QUANTITY, "memory_limit": QUANTITY,
 }  # fmt: skip
@@ -132,10 +134,11 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
                 return redirect("project-detail", name=saved.name)
     elif project is not None:
         values = {
-            "quota": _plain(project.quota), "over_quota_weight": _plain(project.over_quota_weight),
-            "limit": _plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
+            "quota": plain(project.quota), "over_quota_weight": plain(project.over_quota_weight),
+            "limit": plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
+            "department": project.department.name if project.department else "",
             **{field: as_duration(getattr(project, field)) if kind == SECONDS
-               else _plain(getattr(project, field))
+               else plain(getattr(project, field))
                for field, kind in PROJECT_FIELDS.items()
                if field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # "0", not empty
             **_project_quantities(project),
@@ -144,7 +147,8 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
         request,
         "web/project_form.html",
         {"page": "projects", "project": project, "fields": kinds, "values": values,
-         "errors": errors, "pools": sorted(set(Node.objects.values_list("pool", flat=True)))},
+         "errors": errors, "pools": sorted(set(Node.objects.values_list("pool", flat=True))),
+         "departments": Department.objects.order_by("name").values_list("name", flat=True)},
         status=status,
     )  # fmt: skip
 
@@ -172,17 +176,24 @@ def _refused_fields(post, kinds: dict[str, str]) -> list[str]:
 
 def _save_project(request: HttpRequest, project, kinds: dict[str, str]) -> tuple[object, dict]:
     """(the project created or updated, {}) or (None, errors by field)."""
+    return save_queue(request, ProjectSerializer, project, kinds,
+                      services.create_project, services.update_project)  # fmt: skip
+
+
+def save_queue(request, serializer_class, queue, kinds, create, update) -> tuple[object, dict]:
+    """A project's or department's form saved through the API's serializer and the service's
+    `create` or `update`: (the queue, {}) or (None, errors by field)."""
     data, errors = form_input(request.POST, kinds)
     if errors:
         return None, errors
-    serializer = ProjectSerializer(project, data=data, partial=project is not None)
+    serializer = serializer_class(queue, data=data, partial=queue is not None)
     if not serializer.is_valid():
         return None, field_errors(serializer.errors)
     try:
-        if project is None:
-            return services.create_project(**serializer.validated_data), {}
-        services.update_project(project, **serializer.validated_data)
-        return project, {}
+        if queue is None:
+            return create(**serializer.validated_data), {}
+        update(queue, **serializer.validated_data)
+        return queue, {}
     except APIException as exc:
         return None, field_errors(exc)
 
@@ -192,12 +203,19 @@ def _project_quantities(project: Project) -> dict[str, str]:
     return {
         "default_cpu": quantity_cpu(project.default_cpu_millis),
         "default_memory": quantity_memory(project.default_memory_mib),
-        "cpu_limit": quantity_cpu(project.cpu_limit_millis),
-        "memory_limit": quantity_memory(project.memory_limit_mib),
+        **limit_quantities(project),
     }
 
 
-def _plain(number) -> str:
+def limit_quantities(queue) -> dict[str, str]:
+    """A project's or department's CPU and memory limits as its form reads them back."""
+    return {
+        "cpu_limit": quantity_cpu(queue.cpu_limit_millis),
+        "memory_limit": quantity_memory(queue.memory_limit_mib),
+    }
+
+
+def plain(number) -> str:
     return "" if number is None else f"{float(number):g}"
 
 

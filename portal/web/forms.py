@@ -22,6 +22,7 @@ TEXT, NUMBER, INTEGER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION,
     "duration", "seconds",
 )  # fmt: skip
 QUANTITY = "quantity"  # a Kubernetes quantity ("2", "16Gi") the serializer reads; empty: none
+CHOICE = "choice"  # a name picked from a list (a project's department); empty: none
 # Numbers are written with the digits 0-9 only: Python's int(), float() and Decimal() (and so
 # DRF's fields) also read other scripts' digits, such as the full-width 1, U+FF11 (issue 22,
 # item 8).
@@ -59,7 +60,7 @@ def read_field(post: QueryDict, name: str, kind: str) -> tuple[object, str | Non
         return _number(raw) if raw else (None, None)
     if kind == SECONDS:  # a project's time limit: empty means none, -1 or never means never
         return _seconds(raw) if raw else (None, None)
-    if kind == QUANTITY:
+    if kind in (QUANTITY, CHOICE):
         return (raw or None), None
     if not raw:
         return ABSENT, None
