@@ -18,10 +18,12 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(Department)
 class DepartmentAdmin(admin.ModelAdmin):
-    """Departments are edited here only; their minimum run times (R7.4) are listed too."""
+    """Departments, also edited on /departments/ and over /api/v1/departments/ (which take CPU
+    and memory as Kubernetes quantities); their minimum run times (R7.4) and CPU (millicores)
+    and memory (MiB) limits are listed too."""
 
     list_display = ["name", "quota", "over_quota_weight", "limit", "reclaim_min_runtime_s",
-                    "preempt_min_runtime_s"]  # fmt: skip
+                    "preempt_min_runtime_s", "cpu_limit_millis", "memory_limit_mib"]  # fmt: skip
 
 
 @admin.register(ApiToken)

@@ -1,4 +1,4 @@
-"""Issue 26's resource scenarios through the REST API: the 23 files of
+"""Issue 26's resource scenarios through the REST API: the 24 files of
 tests/scheduler/scenarios/ that use CPU, memory, GPU memory or failed devices (departments' CPU
 and memory limits included), replayed one after another on one live portal by
 scripts/replay_scenario.py (`--reset` between them), pass as they do through the core
@@ -49,9 +49,9 @@ def resource_scenarios() -> list[Path]:
     ]
 
 
-def test_the_resource_scenarios_are_the_twenty_three_of_issue_26():
+def test_the_resource_scenarios_are_the_twenty_four_of_issue_26():
     names = [p.stem for p in resource_scenarios()]
-    assert len(names) == 23, names
+    assert len(names) == 24, names
     assert all(load_scenario(p) for p in resource_scenarios())
 
 
