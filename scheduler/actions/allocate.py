@@ -62,12 +62,10 @@ def shortest_first(job: Job) -> tuple:
 
 def no_fit_reason(session: Session, job: Job) -> str:
     """Why no node can take the job now, in plain words (R5.3, R5.4, R5.5, R6.1), naming the
-    resource that does not fit when it is CPU, memory or GPU memory (issue 26)."""
+    resource that does not fit when it is CPU, memory or GPU memory (issue 26), for a job some
+    emptied node could hold (allocate gives `unplaceable`'s reason to the others)."""
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
-    never = unplaceable(session, job)
-    if never:
-        return never
     if job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None:
         # One scan of the pools per job shape and cycle: later jobs of the same shape find the
         # cluster no emptier within allocate, and reasons are redone every cycle.

@@ -29,10 +29,10 @@ def preempt(session: Session) -> None:
     while (job := queue.pop()) is not None:
         if not job.preemptible and _over_quota(session, job):
             continue
-        if failed.skip(job) or unplaceable(session, job):
+        if failed.skip(job):
             continue
         lowest = pool.lowest_priority(job.project)
-        if lowest is None or lowest >= job.rank:
+        if lowest is None or lowest >= job.rank or unplaceable(session, job):
             continue
         shielded = Shielded()
         ordered = pool.queue([job.project], job.milli_total, keep=_victims(session, job, shielded))
