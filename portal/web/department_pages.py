@@ -8,6 +8,8 @@ is the tenancy service's, so a field's message reads the same here and in the JS
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -18,6 +20,7 @@ from rest_framework.exceptions import APIException
 
 from portal import access
 from portal.api.serializers.tenancy import DepartmentSerializer
+from portal.jobs.models import HOLDING, Job
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Department
 from portal.web.admin_pages import limit_quantities, plain, save_queue
@@ -43,10 +46,28 @@ def _department(request: HttpRequest, name: str | None) -> Department | None:
 
 @login_required
 def departments(request: HttpRequest) -> HttpResponse:
-    """Every department with its quota, limits and projects (cluster admins)."""
+    """Every department with its quota, its projects and its CPU and memory limits beside what
+    its projects' running jobs hold (cluster admins)."""
     _department(request, None)
-    rows = Department.objects.prefetch_related("projects").order_by("name")
+    rows = list(Department.objects.prefetch_related("projects").order_by("name"))
+    held = _held()
+    for row in rows:
+        row.held_cpu_millis, row.held_memory_mib = held.get(row.pk, (0, 0))
     return render(request, "web/departments.html", {"page": "projects", "departments": rows})
+
+
+def _held() -> dict[int, tuple[int, int]]:
+    """Department id -> (millicores, MiB) the placed pods of its projects' jobs request, as the
+    core counts them against its limits (R3.1)."""
+    held: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    jobs = Job.objects.filter(status__in=HOLDING, project__department__isnull=False).values_list(
+        "project__department_id", "cpu_millis", "memory_mib", "placement"
+    )
+    for department, cpu, memory, placement in jobs:
+        pods = len(placement or ())
+        held[department][0] += cpu * pods
+        held[department][1] += memory * pods
+    return {pk: (cpu, memory) for pk, (cpu, memory) in held.items()}
 
 
 @login_required

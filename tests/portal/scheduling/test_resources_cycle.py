@@ -149,7 +149,9 @@ def test_the_inventory_sets_allocatable_and_the_clusters_failed_devices_not_the_
     assert not sync_nodes((seen,))  # nothing changed the second time
 
 
-def test_a_departments_cpu_limit_leaves_a_job_pending_naming_the_department_and_cores(cluster):
+def test_a_departments_cpu_limit_leaves_a_job_pending_naming_the_department_and_cores(
+    cluster, cluster_admin
+):
     Node.objects.create(name="n1", gpus=8, cpu_millis=64000, memory_mib=524288)
     dept = Department.objects.create(name="dept-d", quota=8, cpu_limit_millis=8000,
                                      memory_limit_mib=65536)  # fmt: skip
@@ -169,6 +171,10 @@ def test_a_departments_cpu_limit_leaves_a_job_pending_naming_the_department_and_
         "over limit: would exceed dept-d's CPU limit of 8 cores: 7 cores in use + 2 cores "
         "requested (R3.1)"
     )
+    client = Client()
+    client.force_login(cluster_admin)
+    row = client.get("/departments/").content.decode()
+    assert "7 cores / 8 cores" in row and "0 MiB / 64 GiB" in row, row
     cluster.delete("team-p1", "p1-1")
     cluster.cycle()
     assert cluster.job("team-p2", "p2-2").status in HOLDING
