@@ -64,7 +64,7 @@ class ProjectList(generics.ListCreateAPIView):
     permission_classes = [ClusterAdminWrites]
 
     def get_queryset(self):
-        return with_usage(access.projects_for(self.request.user))
+        return with_usage(access.projects_for(self.request.user)).select_related("department")
 
     def perform_create(self, serializer):
         serializer.instance = services.create_project(**serializer.validated_data)
@@ -81,7 +81,7 @@ class ProjectDetail(generics.RetrieveUpdateDestroyAPIView):
     http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
-        return with_usage(access.projects_for(self.request.user))
+        return with_usage(access.projects_for(self.request.user)).select_related("department")
 
     def get_serializer_class(self):
         """A GET also says what the project's usage over time did to its fair share (R2.9)."""

@@ -135,3 +135,16 @@ def test_a_project_admin_cannot_move_the_project_to_a_department(api, owner, tea
                                 format="json")  # fmt: skip
     assert response.status_code == 403
     assert Project.objects.get(name="team-a").department is None
+
+
+def test_listing_projects_reads_their_departments_in_the_same_query(
+    admin_api, django_assert_num_queries
+):
+    dept = Department.objects.create(name="dept-d", quota=8)
+    for name in ("p1", "p2", "p3"):
+        Project.objects.create(name=name, quota=1, department=dept)
+    admin_api.get("/api/v1/projects/")  # the token's first use writes its last-used time
+    with django_assert_num_queries(3) as queries:  # token, count, page
+        body = admin_api.get("/api/v1/projects/").json()
+    assert [row["department"] for row in body["results"]] == ["dept-d"] * 3
+    assert not any('FROM "tenancy_department"' in q["sql"] for q in queries.captured_queries)
