@@ -265,6 +265,9 @@ class JobRun(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     placement = models.JSONField(default=list, blank=True)
     gpus = models.FloatField()  # GPUs held: gpus x pods
+    # CPU and memory held, per pod x pods (issue 26), kept like `gpus` for the accounting
+    cpu_millis = models.PositiveBigIntegerField(default=0, db_default=0)
+    memory_mib = models.PositiveBigIntegerField(default=0, db_default=0)
     end = models.CharField(max_length=16, choices=RunEnd.choices, blank=True, default="")
     ended_by = models.CharField(max_length=200, blank=True, default="")  # "team-a's reclaim"
     reason = models.TextField(blank=True, default="")
@@ -287,6 +290,7 @@ class JobRun(models.Model):
             job = self.job
             self.project_id, self.job_name = job.project_id, job.name
             self.user_id, self.job_type = job.user_id, job.type
+            self.cpu_millis, self.memory_mib = job.cpu_millis * job.pods, job.memory_mib * job.pods
         super().save(*args, **kwargs)
 
     @property

@@ -92,7 +92,9 @@ def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
         JobRun(job_id=row.id, project_id=row.project_id, job_name=row.name, user_id=row.user_id,
                job_type=row.type, number=last.get(row.id, 0) + 1, started_at=now,
                placement=placement.encode(decision.placement),
-               gpus=jobs[decision.job].milli_total / 1000)
+               gpus=jobs[decision.job].milli_total / 1000,
+               cpu_millis=jobs[decision.job].cpu_millis * jobs[decision.job].pods,
+               memory_mib=jobs[decision.job].memory_mib * jobs[decision.job].pods)
         for row, decision in zip(rows, starts, strict=True)
     )  # fmt: skip
 
