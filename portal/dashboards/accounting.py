@@ -17,6 +17,8 @@ hour), and each segment adds to its period and group:
   over quota follows the scheduler's own order (R9): interactive runs first and then the oldest
   runs fill the quota, the newest runs are the borrowed ones (reclaim evicts newest first), a run
   straddling the line is over by the part above it. A department's figures are its projects'.
+- **core-hours** and **memory GiB-hours** (issue 26): the CPU cores and memory the runs held
+  (their pods' requests) x time, CPU-only runs included; `runs` counts the runs that held GPUs.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from itertools import pairwise
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from portal import access
@@ -42,7 +44,10 @@ MAX_DAYS = 400
 HOUR = timedelta(hours=1)
 DATE_HINT = "must be a date (2026-11-25) or a date and time (2026-11-25T12:04:00Z)"
 CSV_FIGURES = ["allocated_gpu_hours", "used_gpu_hours", "unmeasured_gpu_hours", "utilization",
-               "used_basis", "over_quota_gpu_hours", "runs"]  # fmt: skip
+               "used_basis", "over_quota_gpu_hours", "runs", "allocated_core_hours",
+               "allocated_memory_gib_hours"]  # fmt: skip
+UNITS_PER_CORE_HOUR = 1000 * 3600 * 1_000_000  # millicores x microseconds
+UNITS_PER_GIB_HOUR = 1024 * 3600 * 1_000_000  # MiB x microseconds
 
 
 @dataclass(frozen=True)
@@ -152,13 +157,16 @@ def periods(since: datetime, until: datetime, period: str) -> list[Period]:
 
 @dataclass
 class Piece:
-    """What one run held in one period: units, over quota, measured units, used, simulated."""
+    """What one run held in one period: units, over quota, measured units, used, simulated, and
+    its CPU and memory in millicore- and MiB-microseconds."""
 
     units: int = 0
     over: int = 0
     measured: int = 0
     used: float = 0.0
     simulated: bool = False
+    cpu: int = 0
+    memory: int = 0
 
     def add(self, units: int, over: int, utilization: float | None, simulated: bool) -> None:
         self.units += units
@@ -178,7 +186,9 @@ class Figures:
     used: float = 0.0
     over: int = 0
     simulated: bool = False
-    runs: set[int] = field(default_factory=set)
+    runs: set[int] = field(default_factory=set)  # those that held GPUs
+    cpu: int = 0
+    memory: int = 0
 
     def add(self, piece: Piece, run: int) -> None:
         self.units += piece.units
@@ -186,7 +196,10 @@ class Figures:
         self.measured += piece.measured
         self.used += piece.used
         self.simulated = self.simulated or piece.simulated
-        self.runs.add(run)
+        self.cpu += piece.cpu
+        self.memory += piece.memory
+        if piece.units:
+            self.runs.add(run)
 
     @property
     def basis(self) -> str:
@@ -206,6 +219,8 @@ class Figures:
             "used_basis": self.basis,
             "over_quota_gpu_hours": hours(self.over),
             "runs": len(self.runs),
+            "allocated_core_hours": self.cpu / UNITS_PER_CORE_HOUR,
+            "allocated_memory_gib_hours": self.memory / UNITS_PER_GIB_HOUR,
         }
 
 
@@ -273,7 +288,8 @@ def for_user(user, params: Mapping[str, str], now: datetime) -> tuple[Report | N
 
 def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now: datetime):
     """The report of `query` over `runs` (those the asker may see) of `projects`."""
-    runs = runs.filter(gpus__gt=0)  # a CPU-only job's runs hold no GPU (issue 26)
+    # a CPU-only job's runs hold no GPU, but CPU and memory (issue 26)
+    runs = runs.filter(Q(gpus__gt=0) | Q(cpu_millis__gt=0) | Q(memory_mib__gt=0))
     if query.project:
         runs = runs.filter(project__name=query.project)
     if query.user:
@@ -307,6 +323,8 @@ def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now
                 if piece is None:
                     piece = pieces[(period, span.run_id)] = Piece()
                 piece.add(span.milli * length, over * length, utilization, simulated)
+                piece.cpu += span.cpu_millis * length
+                piece.memory += span.memory_mib * length
         for (period, run), piece in pieces.items():
             report.add(period, keys[query.group_by](runs_held[run]), piece, run)
     return report

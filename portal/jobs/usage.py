@@ -40,6 +40,8 @@ class Span:
     start: datetime
     end: datetime
     running: bool
+    cpu_millis: int = 0  # CPU and memory held, per pod x pods (issue 26)
+    memory_mib: int = 0
 
 
 def micros(start: datetime, end: datetime) -> int:
@@ -66,13 +68,15 @@ def spans(runs: QuerySet[JobRun], t0: datetime, t1: datetime, now: datetime) -> 
     )
     rows = overlapping.values_list(
         "id", "job_id", "job_name", "project_id", "project__name",
-        "user__username", "job_type", "gpus", "started_at", "ended_at",
+        "user__username", "job_type", "gpus", "started_at", "ended_at", "cpu_millis", "memory_mib",
     ).order_by("started_at", "id")  # fmt: skip
     return [
         Span(run_id=run_id, job_id=job_id, job_name=name, project_id=project_id, project=project,
              user=user or "", interactive=kind == JobType.INTERACTIVE, milli=milli_gpus(gpus),
-             start=started, end=ended or max(now, started), running=ended is None)
-        for run_id, job_id, name, project_id, project, user, kind, gpus, started, ended in rows
+             start=started, end=ended or max(now, started), running=ended is None,
+             cpu_millis=cpu, memory_mib=memory)
+        for (run_id, job_id, name, project_id, project, user, kind, gpus, started, ended, cpu,
+             memory) in rows
     ]  # fmt: skip
 
 

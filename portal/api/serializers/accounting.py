@@ -31,6 +31,12 @@ class AccountingFiguresSerializer(serializers.Serializer):
         help_text="the part of the project's allocation above its quota (newest runs first)"
     )
     runs = serializers.IntegerField(help_text="runs that held GPUs in it")
+    allocated_core_hours = serializers.FloatField(
+        help_text="CPU cores its runs' pods requested x time, CPU-only runs included (issue 26)"
+    )
+    allocated_memory_gib_hours = serializers.FloatField(
+        help_text="memory (GiB) its runs' pods requested x time, CPU-only runs included"
+    )
 
 
 class AccountingGroupSerializer(AccountingFiguresSerializer):
