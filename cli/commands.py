@@ -686,7 +686,8 @@ def top_view(overview: dict):
 @click.option("--csv", "as_csv", is_flag=True, help="print the portal's CSV")
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def usage(group_by, per, since, until, project, user, as_csv, as_json):
-    """GPU-hours allocated, used and over quota, like Slurm's sreport (GET /api/v1/accounting/).
+    """GPU-hours allocated, used and over quota, like Slurm's sreport (GET /api/v1/accounting/);
+    core-hours and memory GiB-hours beside them when runs held CPU or memory.
 
     Cluster admins see every team; others their own projects. USED is the GPU-hours weighted by
     the measured utilization ("not measured" without one; "sim": synthetic)."""  # fmt: skip

@@ -1,11 +1,13 @@
 """`allot usage`: GPU-hours per project, department or user, as Slurm's `sreport` gives them
-(issue 23). A client of GET /api/v1/accounting/: the same figures as the page and the CSV."""
+(issue 23), with core-hours and memory GiB-hours when runs held CPU or memory (issue 26). A client
+of GET /api/v1/accounting/: the same figures as the page and the CSV."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
 COLUMNS = ("ALLOCATED GPU-h", "USED GPU-h", "UTIL", "OVER-QUOTA GPU-h", "RUNS")
+RESOURCE_COLUMNS = ("CORE-h", "MEMORY GiB-h")
 
 
 def hours(value: float | None) -> str:
@@ -22,24 +24,34 @@ def used(figures: dict) -> str:
     return hours(figures["used_gpu_hours"]) + mark
 
 
-def cells(figures: dict) -> list[str]:
+def cells(figures: dict, resources: bool) -> list[str]:
     util = figures["utilization"]
+    extra = ([hours(figures["allocated_core_hours"]),
+              hours(figures["allocated_memory_gib_hours"])] if resources else [])  # fmt: skip
     return [hours(figures["allocated_gpu_hours"]), used(figures),
             "-" if util is None else f"{round(util * 100)}%",
-            hours(figures["over_quota_gpu_hours"]), str(figures["runs"])]  # fmt: skip
+            hours(figures["over_quota_gpu_hours"]), str(figures["runs"]), *extra]  # fmt: skip
+
+
+def held_resources(report: dict) -> bool:
+    """True when any run in the report held CPU or memory (clusters that track them)."""
+    total = report["total"]
+    return bool(total.get("allocated_core_hours") or total.get("allocated_memory_gib_hours"))
 
 
 def usage_table(report: dict, per_period: bool) -> Table:
     """One row per group (its totals over the range), or per period and group; a TOTAL row."""
     group = report["group_by"]
+    resources = held_resources(report)
     heads = (["PERIOD"] if per_period else []) + [group.upper(), *COLUMNS]
+    heads += list(RESOURCE_COLUMNS) if resources else []
     table = Table(*heads, box=None, pad_edge=False)
     rows = report["rows"] if per_period else report["totals"]
     for row in rows:
         first = [row["period"]] if per_period else []
-        table.add_row(*first, row.get(group) or "-", *cells(row))
+        table.add_row(*first, row.get(group) or "-", *cells(row, resources))
     if rows:
-        table.add_row(*([""] if per_period else []), "TOTAL", *cells(report["total"]))
+        table.add_row(*([""] if per_period else []), "TOTAL", *cells(report["total"], resources))
     return table
 
 
