@@ -24,11 +24,14 @@ NONE = {"project": "-", "department": "(no department)", "user": "(no user)"}
 
 @login_required
 def accounting_page(request: HttpRequest) -> HttpResponse:
-    """GPU-hours allocated, used and over quota per group, with a chart and the totals."""
+    """GPU-hours allocated, used and over quota per group, with a chart and the totals; core-hours
+    and memory GiB-hours beside them when runs held CPU or memory (issue 26)."""
     report, errors = accounting.for_user(request.user, request.GET, timezone.now())
     chosen = {name: request.GET.get(name, "").strip() for name in FIELDS}
     query = urlencode({name: value for name, value in chosen.items() if value})
     data = report.as_dict() if report else None
+    total = data["total"] if data else {}
+    resources = bool(total.get("allocated_core_hours") or total.get("allocated_memory_gib_hours"))
     group = report.query.group_by if report else (chosen["group_by"] or "project")
     context = {
         "page": "accounting", "errors": errors, "chosen": chosen, "data": data,
@@ -39,6 +42,6 @@ def accounting_page(request: HttpRequest) -> HttpResponse:
                           .values_list("name", flat=True),
         "groups": accounting.GROUPS, "periods": accounting.PERIODS,
         "csv_url": f"{reverse('accounting-report')}?{query + '&' if query else ''}format=csv",
-        "admin": access.is_cluster_admin(request.user),
+        "admin": access.is_cluster_admin(request.user), "resources": resources,
     }  # fmt: skip
     return render(request, "web/accounting.html", context, status=400 if errors else 200)
