@@ -132,6 +132,7 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
                 for warning in quota_warnings(saved.name):
                     messages.warning(request, warning)
                 return redirect("project-detail", name=saved.name)
+            status = 400  # the form again, its errors under their fields
     elif project is not None:
         values = {
             "quota": plain(project.quota), "over_quota_weight": plain(project.over_quota_weight),
@@ -328,6 +329,7 @@ def nodes(request: HttpRequest) -> HttpResponse:
         "web/nodes.html",
         {"page": "nodes", "nodes": overview["nodes"], "simulated": overview["simulated"],
          "admin": admin, "errors": errors, "values": values},
+        status=400 if errors else 200,
     )  # fmt: skip
 
 

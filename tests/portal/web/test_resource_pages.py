@@ -87,3 +87,16 @@ def test_a_cluster_admin_sets_a_nodes_allocatable_cpu_and_memory(cluster_admin, 
     assert Node.objects.get(name="dgx1-1").cpu_millis is None
     page = client.post("/nodes/dgx1-1/", {"action": "allocatable", "cpu": "x"}, follow=True)
     assert "is not a CPU quantity" in page.content.decode()
+
+
+def test_adding_a_node_with_a_bad_cpu_answers_400_with_the_error_under_the_field(
+    cluster_admin, nodes
+):
+    form = {"name": "dgx1-9", "gpus": "8", "gpu_memory_mib": "32768", "pool": "default"}
+    response = browser(cluster_admin).post("/nodes/", form | {"cpu": "lots"})
+    assert response.status_code == 400  # the page again, as every form with errors
+    assert "is not a CPU quantity" in response.content.decode()
+    assert not Node.objects.filter(name="dgx1-9").exists()
+    response = browser(cluster_admin).post("/nodes/", form | {"cpu": "64"})
+    assert response.status_code == 302
+    assert Node.objects.get(name="dgx1-9").cpu_millis == 64000
