@@ -158,3 +158,22 @@ def test_e11_victim_queue_keeps_kais_order_for_a_cpu_only_job():
     assert "step 3: team-b/build on n2, want n1" in failures
     assert "step 3: team-a/a-3 on n1, want n2" in failures
     assert replay(scenario).failures == []
+
+
+def test_r5_4_a_fraction_is_offered_the_smallest_share_whose_device_it_would_then_fit():
+    node = Node("n1", 2)
+    jobs = [run("n1", "x", 0.6, 0), run("n1", "y", 0.7, 1, order=1)]
+    session = session_of([node], jobs)
+    assert names(movers_on(session, "n1", Job("team-b", "new", 0.5))) == ["x"]
+    assert names(movers_on(session, "n1", Job("team-b", "new", 0.3))) == []  # y's device has room
+
+
+def test_r5_5_a_gpu_memory_request_counts_the_device_memory_of_the_node():
+    node = Node("n1", 2, gpu_memory_mib=40_960)
+    jobs = [run("n1", "half", 0.5, 0), run("n1", "most", 0.75, 1, order=1)]
+    session = session_of([node], jobs)
+    wants = Job("team-b", "new", 0.6, gpu_memory_mib=24_576)  # 600 of a 40 GiB device
+    assert names(movers_on(session, "n1", wants)) == ["half"]
+    too_big = Job("team-b", "huge", 1, gpu_memory_mib=49_152)  # more than a device holds
+    on_node = occupants_by_node(session, session.victims().by_queue)
+    assert names(node_first(session, too_big, on_node)) == []
