@@ -345,7 +345,7 @@ def test_r7_4_a_bad_min_runtime_is_named_next_to_the_field(cluster_admin, team_a
         "/projects/team-a/edit/", {"quota": "4", "preempt_min_runtime_s": given}
     )
     page = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 400
     assert 'id="err_preempt_min_runtime_s"' in page and escape(message) in page
     assert Project.objects.get(name="team-a").preempt_min_runtime_s is None
 
