@@ -6,8 +6,8 @@ the most over-served projects, wherever they run. In a cluster of many 1-GPU job
 on 16 different nodes, no node can be emptied by moving them, and a whole-node job waits —
 while its project is below its quota and GPUs are idle elsewhere (the fragmentation HiveD calls
 the "sharing anomaly"). With ``Policy.consolidation_candidates = "node_first"`` (Allot's
-default) a pending job is offered the occupants of the nodes that are cheapest to empty
-instead: per eligible node, the preemptible jobs that must move for one pod to fit, counting
+default) a pending whole-GPU or CPU-only job is offered the occupants of the nodes that are
+cheapest to empty instead: per eligible node, the preemptible jobs that must move for one pod to fit, counting
 every resource the pod asks for (issue 26) — whole GPUs (R5.3), a shared device with room for a
 fraction or GPU memory (R5.4, R5.5), CPU and memory. Nodes are ranked by the GPUs to move, then
 by the share of the node's cores or memory to move (whichever is larger: the scarcer one for
@@ -23,6 +23,11 @@ R11.1, the scenario generators (R8.3) and the rule that every moved job must fin
 (R11.1, R8.5) are unchanged, so a consolidation still evicts nobody. ``"victim_queue"`` keeps
 KAI's order; scenario ``e11_node_first_consolidation_frees_a_node_of_scattered_jobs`` shows both.
 A job no node could hold even empty is not tried (`resources.unplaceable`).
+
+A fraction or a GPU-memory request (R5.4, R5.5) keeps KAI's victim-queue candidates: offered the
+node-first path too, the Alibaba trace (docs/simulation.md §9) lost more GPU-hours to moves at two
+of three contention levels (kai-plain x0.5: 3,288 -> 4,147; x0.25: 2,228 -> 2,326) for a mixed
+change in queueing, so the node-first search stays where it was measured to help.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ def consolidate(session: Session) -> None:
             continue
         if not free.cover(job) or unplaceable(session, job):
             continue
-        if session.policy.consolidation_candidates == "node_first":
+        if session.policy.consolidation_candidates == "node_first" and not job.shared:
             victims = node_first(session, job, on_node)
         else:
             victims = pool.queue(pool.by_queue, job.milli_total)
