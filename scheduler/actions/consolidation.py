@@ -7,12 +7,13 @@ on 16 different nodes, no node can be emptied by moving them, and a whole-node j
 while its project is below its quota and GPUs are idle elsewhere (the fragmentation HiveD calls
 the "sharing anomaly"). With ``Policy.consolidation_candidates = "node_first"`` (Allot's
 default) a pending whole-GPU or CPU-only job is offered the occupants of the nodes that are
-cheapest to empty instead: per eligible node, the preemptible jobs that must move for one pod to fit, counting
-every resource the pod asks for (issue 26) — whole GPUs (R5.3), a shared device with room for a
-fraction or GPU memory (R5.4, R5.5), CPU and memory. Nodes are ranked by the GPUs to move, then
-by the share of the node's cores or memory to move (whichever is larger: the scarcer one for
-this node), then by the number of jobs, then by name; nodes that already fit a pod, that could
-not hold one even empty, or where a non-preemptible occupant is in the way (R7.3) offer nothing.
+cheapest to empty instead: per eligible node, the preemptible jobs that must move for one pod
+to fit, counting every resource the pod asks for (issue 26) — whole GPUs (R5.3), CPU and memory
+(`node_first` also knows a shared device with room for a fraction or GPU memory, R5.4, R5.5).
+Nodes are ranked by the GPUs to move, then by the share of the node's cores or memory to move
+(whichever is larger: the scarcer one for this node), then by the number of jobs, then by name;
+nodes that already fit a pod, that could not hold one even empty, or where a non-preemptible
+occupant is in the way (R7.3) offer nothing.
 So a GPU job whose GPUs are free on a node whose cores a CPU-heavy train job holds gets that node
 emptied of the CPU job, which moves to a node with cores to spare; a CPU-only job is offered the
 jobs whose cores stand in its way.
