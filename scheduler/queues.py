@@ -144,8 +144,8 @@ def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
     )
     queue.reclaim_min_runtime_s = spec.reclaim_min_runtime_s
     queue.preempt_min_runtime_s = spec.preempt_min_runtime_s
-    queue.cpu_limit = getattr(spec, "cpu_limit_millis", None)
-    queue.memory_limit = getattr(spec, "memory_limit_mib", None)
+    queue.cpu_limit = spec.cpu_limit_millis
+    queue.memory_limit = spec.memory_limit_mib
     return queue
 
 
