@@ -1,7 +1,8 @@
 """Issue 26 on a real API server (the lab): pods carry the jobs' CPU and memory requests and
 limits as the API server stores them, the inventory reads the nodes' allocatable CPU and memory,
 and a GPU the device plugin stops advertising (the node's allocatable `nvidia.com/gpu` drops
-below its capacity) moves the job off it within a cycle, with an event naming the GPU."""
+below its capacity) or a GPU condition on the node (a node problem detector's) moves the job off
+it within a cycle, with an event naming the GPU."""
 
 from __future__ import annotations
 
@@ -81,4 +82,35 @@ def test_a_gpu_leaving_allocatable_moves_its_job_within_a_cycle(rest, allot_lab)
                    "the pod bound on the healthy node")  # fmt: skip
     finally:
         advertise(core, first, GPUS_PER_NODE)
+    seen_failed(rest, first, [])
+
+
+def gpu_condition(core, node: str, status: str) -> None:
+    """A node problem detector's GPU condition (an XID error) set True or False on `node`."""
+    condition = {"type": "GpuXidError", "status": status, "reason": "XID79",
+                 "message": "GPU has fallen off the bus"}  # fmt: skip
+    core.patch_node_status(node, {"status": {"conditions": [condition]}})
+    eventually(lambda: any(c.type == "GpuXidError" and c.status == status
+                           for c in core.read_node(node).status.conditions or []),
+               f"{node}'s GpuXidError {status}")  # fmt: skip
+
+
+def test_a_node_condition_on_its_gpus_fails_them_all_and_moves_the_job(rest, allot_lab):
+    """A condition a node problem detector sets (type naming the GPU or an XID) takes every GPU
+    of the node out of placement: its job moves in the cycle that sees it, and the GPUs return
+    when the condition clears."""
+    core = allot_lab.core
+    rest.project("cond", 8)
+    rest.submit("cond", "held", 2)
+    first = rest.status_becomes("cond", "held", "Running")["nodes"][0]
+    other = next(name for name in allot_lab.nodes if name != first)
+    try:
+        gpu_condition(core, first, "True")
+        seen_failed(rest, first, list(range(GPUS_PER_NODE)))
+        messages = [event["message"] for event in rest.events("cond", "held")]
+        named = f"GPU 0 of {first}, GPU 1 of {first} have failed"  # the two the job held
+        assert any(named in m for m in messages), messages
+        assert rest.status_becomes("cond", "held", "Running")["nodes"] == [other]
+    finally:
+        gpu_condition(core, first, "False")
     seen_failed(rest, first, [])
