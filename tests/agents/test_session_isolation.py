@@ -383,8 +383,9 @@ def test_the_embedded_trial_runs_notebooks_as_its_user_with_nothing_of_its_envir
     assert not any(secret in log for secret in CANARIES.values())
     assert stat.S_IMODE((sessions_dir / "s").stat().st_mode) == 0o700
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
-    for suffix in ("json", "log", "lock"):
+    for suffix in ("json", "log", "owner"):
         assert stat.S_IMODE((sessions_dir / "s" / f"team-a--nb.{suffix}").stat().st_mode) == 0o600
+    assert stat.S_IMODE((sessions_dir / "s" / "locks").stat().st_mode) == 0o700
     assert {path.name for path in home.iterdir()} >= {"work", "tmp", ".jupyter"}
     sessions.stop("team-a", "nb")
 
@@ -425,9 +426,11 @@ def test_stopping_a_session_ends_every_process_and_file_of_its_user_and_the_user
     home = sessions_dir / "team-a--nb"
     assert (home.stat().st_uid, stat.S_IMODE(home.stat().st_mode)) == (account.pw_uid, 0o700)
     assert stat.S_IMODE(sessions_dir.stat().st_mode) == 0o711
-    for suffix in ("json", "log", "lock"):
+    for suffix in ("json", "log", "owner"):
         info = (sessions_dir / f"team-a--nb.{suffix}").stat()
         assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o600), suffix
+    info = (sessions_dir / "locks").stat()
+    assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o700)
     assert len(_processes_of(account.pw_uid)) >= 3  # watchdog, "server", the escaped one
 
     assert sessions.stop("team-a", "nb")

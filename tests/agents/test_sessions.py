@@ -96,3 +96,21 @@ def _running(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_stopping_jobs_that_had_no_session_leaves_no_file_behind(make_sessions, sessions_dir):
+    """The simulated agent stops every job's session, most of which never had one: the
+    directory a session start seals and a stop scans keeps its lock stripes only (a lock file
+    per job and per user had piled up to 8,700 files and made a 4,000-job cycle 25 s)."""
+    (sessions_dir / "team-old--nb.lock").write_text("")  # an earlier version's lock files
+    (sessions_dir / "allot-0123456789ab.user-lock").write_text("")
+    sessions = make_sessions()
+    for index in range(500):
+        assert not sessions.stop("team-e", f"train-{index}")
+    assert {path.name for path in sessions_dir.iterdir()} >= {"locks"}
+    assert len(list((sessions_dir / "locks").iterdir())) <= 2 * 64  # job and account stripes
+    started = sessions.start("team-e", "nb")  # its seal removes the earlier version's locks
+    assert not list(sessions_dir.glob("*.lock")) and not list(sessions_dir.glob("*.user-lock"))
+    assert sessions.stop("team-e", "nb") and sessions.get("team-e", "nb") is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(started.pid, 0)
