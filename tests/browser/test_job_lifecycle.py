@@ -16,10 +16,14 @@ WAIT_MS = 15_000
 
 
 def until_status(page, status: str) -> None:
-    """Reload the job page until its badge says `status` (the embedded cycle runs every 0.5 s)."""
+    """Reload the job page until its badge says `status` (the embedded cycle runs every 0.5 s).
+    The logs' poll may change the badge alone (logs.js), so a badge already saying it is
+    followed by a reload: the runs table and the events are drawn by the server."""
     for _ in range(30):
         if page.locator("#job-status").inner_text() == status:
-            return
+            page.reload()
+            if page.locator("#job-status").inner_text() == status:
+                return
         page.wait_for_timeout(500)
         page.reload()
     expect(page.locator("#job-status")).to_have_text(status)
