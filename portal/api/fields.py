@@ -21,6 +21,7 @@ from decimal import Decimal
 from django.db import models
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
 
 # ASCII digits only: int() also reads "+1", " 1" and other scripts' digits
 WHOLE_NUMBER = re.compile(r"[0-9]{1,18}")
@@ -129,6 +130,15 @@ class StrictSlugRelatedField(serializers.SlugRelatedField):
     """An object named by a JSON string (DRF's SlugRelatedField also finds project "0" by 0)."""
 
     default_error_messages = {"invalid": "must be a string, the name of one."}
+
+    def run_validation(self, data=empty):
+        """An empty name is refused (DRF's related fields read "" as null, which a schema
+        saying 'a name of at least one character, or null' does not allow)."""
+        if data == "":
+            raise ValidationError(
+                "may not be empty: a name" + (", or null for none" if self.allow_null else "")
+            )
+        return super().run_validation(data)
 
     def to_internal_value(self, data):
         if not isinstance(data, str):

@@ -15,8 +15,10 @@ from rest_framework import serializers
 from portal.core.validators import (
     DNS_LABEL,
     DNS_SUBDOMAIN,
+    MOUNT_PATH,
     validate_dns_label,
     validate_dns_subdomain,
+    validate_mount_path,
 )
 
 STORABLE_TEXT = (
@@ -145,8 +147,9 @@ def _create_only(schemas: dict, generator) -> None:
 
 
 def _request_patterns(schemas: dict, generator) -> None:
-    """A field's `request_pattern` (e.g. a webhook's URL) in place of its format, in request
-    bodies only: what a client may send, narrower than what an answer may show."""
+    """A field's `request_pattern` (e.g. a webhook's URL) in place of its format, and its
+    `key_pattern` as the names an object's keys take, in request bodies only: what a client may
+    send, narrower than what an answer may show."""
     for name, schema, serializer in _serializers(schemas, generator):
         if not name.endswith("Request"):
             continue
@@ -156,6 +159,9 @@ def _request_patterns(schemas: dict, generator) -> None:
             if prop is not None and pattern:
                 prop.pop("format", None)
                 prop["pattern"] = pattern
+            key_pattern = getattr(field, "key_pattern", None)  # an object's keys (environment)
+            if prop is not None and key_pattern:
+                prop["propertyNames"] = {"pattern": key_pattern}
 
 
 def _exclusive(schemas: dict, generator) -> None:
@@ -175,17 +181,20 @@ def _validator_patterns(schemas: dict, generator) -> None:
     patterns = {
         validate_dns_label: DNS_LABEL.pattern,
         validate_dns_subdomain: DNS_SUBDOMAIN.pattern,
+        validate_mount_path: MOUNT_PATH,
     }
     for name, schema, serializer in _serializers(schemas, generator):
         if not name.endswith("Request"):
             continue
         for field_name, field in serializer.fields.items():
             prop = schema.get("properties", {}).get(field_name)
-            for validator in getattr(field, "validators", []):
-                wrapped = getattr(validator, "__wrapped__", None)
-                pattern = patterns.get(wrapped) if callable(wrapped) else None
-                if prop is not None and pattern and "pattern" not in prop:
-                    prop["pattern"] = pattern
+            child = getattr(field, "child", None)  # a list's items (a project's node pools)
+            for target, text_field in ((prop, field), (prop and prop.get("items"), child)):
+                for validator in getattr(text_field, "validators", []):
+                    wrapped = getattr(validator, "__wrapped__", None)
+                    pattern = patterns.get(wrapped) if callable(wrapped) else None
+                    if isinstance(target, dict) and pattern and "pattern" not in target:
+                        target["pattern"] = pattern
             places = getattr(field, "decimal_places", None)
             if prop is not None and isinstance(field, serializers.DecimalField) and places:
                 prop["multipleOf"] = 10.0**-places  # what the API keeps (portal.api.fields)

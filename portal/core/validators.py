@@ -33,6 +33,11 @@ def validate_dns_subdomain(value: str) -> None:
         )
 
 
+# validate_mount_path as a pattern, for the API's schema: one or more '/part', no part '.' or '..',
+# no control characters (a part may hold anything else, as a directory name may)
+MOUNT_PATH = r"^(/(?!\.\.?(/|$))[^/\x00-\x1f\x7f-\x9f]+)+$"
+
+
 def validate_mount_path(value: str) -> None:
     """A directory a volume is mounted on in a job's pods: an absolute, normalised path (no '.'
     or '..' parts, no '//', no trailing '/'), without control characters, and never '/' itself

@@ -63,7 +63,21 @@ dns_label = _no_django_validation_error(validate_dns_label)
 mount_path = _no_django_validation_error(validate_mount_path)
 
 
-@extend_schema_field({"type": "number", "minimum": 0, "multipleOf": 0.01})
+class EnvironmentField(serializers.DictField):
+    """A job's environment variables: names as a shell takes them (`key_pattern`, said in the
+    request schema as `propertyNames`), values any text."""
+
+    key_pattern = ENV_NAME.pattern
+
+
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "number", "minimum": 0, "maximum": 0.99, "multipleOf": 0.01},
+            {"type": "integer", "minimum": 1},
+        ]
+    }
+)
 class GpusField(serializers.Field):
     """GPUs per pod: a JSON number, 0 < g < 1 in steps of 0.01, or a whole number >= 1; 0 for a
     CPU-only job (issue 26: the serializer checks it asks for CPU or memory).
@@ -169,7 +183,7 @@ class JobSerializer(StrictModelSerializer):
         max_length=256,
         required=False,
     )
-    environment = serializers.DictField(
+    environment = EnvironmentField(
         child=serializers.CharField(max_length=32768, allow_blank=True), required=False
     )
     ports = serializers.ListField(
@@ -338,7 +352,7 @@ class JobSerializer(StrictModelSerializer):
         return project
 
     def validate_environment(self, env: dict) -> dict:
-        bad = [key for key in env if not ENV_NAME.match(key)]
+        bad = [key for key in env if not ENV_NAME.fullmatch(key)]
         if bad:
             raise serializers.ValidationError(f"invalid variable name {bad[0]!r}")
         return env

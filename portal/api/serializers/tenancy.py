@@ -108,7 +108,9 @@ class ProjectSerializer(QueueSerializer):
         "sibling projects; null: none",
     )
     node_pools = serializers.ListField(
-        child=serializers.CharField(max_length=63), max_length=64, required=False
+        child=serializers.CharField(max_length=63, trim_whitespace=False, validators=[dns_label]),
+        max_length=64,
+        required=False,
     )
     interactive_time_limit_s = serializers.IntegerField(
         min_value=1, max_value=365 * 24 * 3600, allow_null=True, required=False

@@ -9,8 +9,9 @@ checks everything else about it; what is refused is tested by the API's own test
 user's password likewise passes Django's validators (at least 8 characters, not common, not all
 digits, not like the username: said in words in the schema), and a token's expiry time is in
 the future, within ten years, a node's failed devices are among its GPUs and a project's GPU
-limit is at least its quota: no JSON Schema can state these. Requests meant to be invalid are
-sent as generated.
+limit is at least its quota (a PATCH of the quota alone also lifts the limit, which may be under
+it): no JSON Schema can state these. No key of an object holds a NUL character (the schema says
+no text may). Requests meant to be invalid are sent as generated.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def _limit_above_quota(body: dict) -> None:
     """A project's (or a department's) GPU limit is at least its quota: a lower one becomes the
     quota (or no limit, null, in a PATCH that does not say the quota)."""
     limit, quota = body.get("limit"), body.get("quota")
+    if "limit" not in body and isinstance(quota, int | float) and not isinstance(quota, bool):
+        body["limit"] = None  # the queue's present limit may be under the new quota
+        return
     if not isinstance(limit, int | float) or isinstance(limit, bool):
         return
     if not isinstance(quota, int | float) or isinstance(quota, bool):
@@ -89,12 +93,27 @@ def _limit_above_quota(body: dict) -> None:
         body["limit"] = quota
 
 
+def _without_nul(value):
+    """`value` without NUL characters in its texts and without the object keys that hold one,
+    at any depth: the schema says no text may hold one (`--generation-allow-x00 false` keeps
+    them out of most values, not out of keys nor out of objects nested in a list)."""
+    if isinstance(value, dict):
+        return {k: _without_nul(v) for k, v in value.items() if "\x00" not in k}
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    return value
+
+
 @schemathesis.hook
 def map_case(context, case):
     """Put a positive case's range in order (see the module's docstring)."""
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return case
+    if isinstance(case.body, dict | list):
+        case.body = _without_nul(case.body)
     if (case.method.upper(), case.operation.path) == ("POST", "/api/v1/users/"):
         if isinstance(case.body, dict) and isinstance(case.body.get("password"), str):
             case.body = {**case.body, "password": f"Allot-{secrets.token_urlsafe(12)}"}

@@ -5,14 +5,17 @@ found as a focused test)."""
 import importlib
 import inspect
 import pkgutil
+import re
 
 import pytest
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.management import call_command
 from rest_framework import serializers
 
 import portal.api.serializers
 import portal.api.views
 from portal.api.fields import StrictBooleanField
+from portal.core.validators import validate_mount_path
 from portal.notify.models import Preference
 
 pytestmark = pytest.mark.django_db
@@ -465,3 +468,66 @@ def test_a_decimal_with_more_places_is_a_400_and_the_schema_says_hundredths(
         response = api(cluster_admin).patch("/api/v1/projects/team-a/", {"limit": limit},
                                             format="json")  # fmt: skip
         assert response.status_code == 400 and list(response.json()) == ["limit"], limit
+
+
+def test_an_empty_department_is_a_400_and_null_means_none(api, cluster_admin, team_a):
+    client = api(cluster_admin)
+    refused = client.patch("/api/v1/projects/team-a/", {"department": ""}, format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {"department": ["may not be empty: a name, or null for none"]}
+    taken = client.patch("/api/v1/projects/team-a/", {"department": None}, format="json")
+    assert taken.status_code == 200 and taken.json()["department"] is None
+
+
+@pytest.mark.parametrize("pool", ["\n", " default", "default ", "Default", ""])
+def test_a_node_pool_that_is_not_a_dns_label_is_a_400_and_the_schema_says_so(
+    api, cluster_admin, team_a, nodes, schema, pool
+):
+    """Whitespace is not trimmed into another name (the schema's pattern refuses it too)."""
+    response = api(cluster_admin).patch("/api/v1/projects/team-a/", {"node_pools": [pool]},
+                                        format="json")  # fmt: skip
+    assert response.status_code == 400 and list(response.json()) == ["node_pools"], pool
+    items = schema["components"]["schemas"]["PatchedProjectRequest"]["properties"]["node_pools"]
+    assert items["items"]["pattern"] == "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    assert api(cluster_admin).patch("/api/v1/projects/team-a/", {"node_pools": ["default"]},
+                                    format="json").status_code == 200  # fmt: skip
+
+
+def test_the_schema_says_gpus_are_a_fraction_or_whole_and_a_mount_path_is_plain(schema):
+    components = schema["components"]["schemas"]
+    gpus = components["JobRequest"]["properties"]["gpus"]["anyOf"]
+    assert {"type": "integer", "minimum": 1} in gpus
+    assert {"type": "number", "minimum": 0, "maximum": 0.99, "multipleOf": 0.01} in gpus
+    pattern = re.compile(components["VolumeRequest"]["properties"]["mount_path"]["pattern"])
+    taken = ["/data", "/home/bob/.cache", "/a..b"]
+    refused = ["/", "data", "/data/", "//data", "/a/./b", "/a/../b", "/..", "/a\tb"]
+    for path in taken:
+        assert pattern.fullmatch(path) and validates(validate_mount_path, path), path
+    for path in refused:
+        assert not pattern.fullmatch(path) and not validates(validate_mount_path, path), path
+
+
+def validates(validator, value) -> bool:
+    try:
+        validator(value)
+    except DjangoValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", ["A\n", "1A", "A-B", ""])
+def test_an_environment_name_a_shell_would_not_take_is_a_400_and_the_schema_says_so(
+    api, member, nodes, schema, name
+):
+    job = {"project": "team-a", "name": "env", "gpus": 1, "environment": {name: "x"}}
+    response = api(member).post("/api/v1/jobs/", job, format="json")
+    assert response.status_code == 400 and list(response.json()) == ["environment"], name
+    environment = schema["components"]["schemas"]["JobRequest"]["properties"]["environment"]
+    assert environment["propertyNames"] == {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+
+
+def test_a_webhook_url_outside_the_schemas_pattern_is_a_400(api, owner, team_a):
+    response = api(owner).post("/api/v1/projects/team-a/webhooks/",
+                               {"url": "https://hooks.example.com/a*"}, format="json")  # fmt: skip
+    assert response.status_code == 400 and list(response.json()) == ["url"]
+    assert "a path of letters, digits and ._~-" in response.json()["url"][0]
