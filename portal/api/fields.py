@@ -84,6 +84,9 @@ def wrong_type(field, value) -> str | None:
         reasons = (wrong_type(field.child, item) for item in value)
         reason = next((f"item {i}: {why}" for i, why in enumerate(reasons) if why), None)
         return reason
+    if isinstance(field, serializers.DictField):  # and each value, of the values' type
+        reasons = ((key, wrong_type(field.child, item)) for key, item in value.items())
+        return next((f"{key!r}: {why}" for key, why in reasons if why), None)
     return None
 
 

@@ -531,3 +531,10 @@ def test_a_webhook_url_outside_the_schemas_pattern_is_a_400(api, owner, team_a):
                                {"url": "https://hooks.example.com/a*"}, format="json")  # fmt: skip
     assert response.status_code == 400 and list(response.json()) == ["url"]
     assert "a path of letters, digits and ._~-" in response.json()["url"][0]
+
+
+def test_an_environment_value_that_is_not_a_string_is_a_400_naming_it(api, member, nodes):
+    job = {"project": "team-a", "name": "env", "gpus": 1, "environment": {"A": 0}}
+    response = api(member).post("/api/v1/jobs/", job, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"environment": ["'A': must be a string, not a number"]}
