@@ -111,7 +111,8 @@ def _without_nul(value):
 def _environment_names(body: dict) -> None:
     """A job's environment names as its schema's `propertyNames` says (the generator does not
     always keep to it); a bulk submission's jobs likewise."""
-    for job in body.get("jobs", [body]) if isinstance(body.get("jobs"), list) else [body]:
+    jobs = body["jobs"] if isinstance(body.get("jobs"), list) else [body]
+    for job in jobs:
         environment = job.get("environment") if isinstance(job, dict) else None
         if isinstance(environment, dict):
             job["environment"] = {k: v for k, v in environment.items() if ENV_NAME.fullmatch(k)}
