@@ -26,7 +26,12 @@ PORT ?= 8000
 HOST ?= 127.0.0.1
 DEBUG ?= 0
 ALLOWED_HOSTS ?= 127.0.0.1,localhost,$(HOST)
+# Notebooks on origins of their own (README, "Security"): every *.localhost name reaches this
+# machine in browsers; serving others, give a wildcard name, e.g. SESSIONS_ORIGIN=http://*.nb.lab:8000.
+SESSIONS_ORIGIN ?= http://*.localhost:$(PORT)
+PORTAL_URL ?= http://$(HOST):$(PORT)
 RUN_ENV := DEBUG=$(DEBUG) ALLOWED_HOSTS=$(ALLOWED_HOSTS) SECRET_KEY_FILE=var/secret_key \
+	ALLOT_SESSIONS_ORIGIN='$(SESSIONS_ORIGIN)' ALLOT_PORTAL_URL=$(PORTAL_URL) \
 	SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 SECURE_HSTS_SECONDS=0
 run: $(STAMP)
 	@mkdir -p var && test -s var/secret_key || (umask 077 && $(PY) -c \

@@ -1,14 +1,15 @@
 """ASGI entry point (daphne, and `runserver` through daphne): HTTP and websockets.
 
 Websockets go through Django's session authentication (the browser's cookie) and an Origin
-check against ALLOWED_HOSTS, so another site cannot open a socket with a user's cookie.
+check against ALLOWED_HOSTS, so another site cannot open a socket with a user's cookie; a
+notebook's page (on the sessions' origin) opens only its own session's sockets
+(portal.web.session_origin.WebsocketOriginGate).
 """
 
 import os
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -16,13 +17,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 django_application = get_asgi_application()
 
 from portal.web.routing import websocket_urlpatterns  # noqa: E402 (needs the apps loaded)
+from portal.web.session_origin import WebsocketOriginGate  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_application,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": WebsocketOriginGate(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

@@ -20,6 +20,8 @@ import dj_database_url
 from csp.constants import NONCE, NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from portal.core.origins import OriginError
+from portal.core.origins import parse as parse_origin
 from portal.core.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
 from scheduler.minruntime import parse_duration, parse_min_runtime
@@ -192,6 +194,37 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
+# Notebooks on an origin of their own (issue 32 item 1; portal/core/origins.py says why and how):
+# ALLOT_SESSIONS_ORIGIN, e.g. https://*.nb.example.org (an origin per session: a wildcard DNS
+# name and certificate) or https://nb.example.org (one origin for all sessions), and
+# ALLOT_PORTAL_URL, where the sessions' origin sends a person to sign in (the portal's own
+# address, e.g. https://allot.example.org). Empty: notebooks are served on the portal's origin
+# under `Content-Security-Policy: sandbox`, which keeps the portal safe and JupyterLab from
+# working - set both. `make run` serves them on http://*.localhost:PORT.
+try:
+    ALLOT_SESSIONS_ORIGIN = parse_origin(envstr("ALLOT_SESSIONS_ORIGIN", "") or "")
+except OriginError as exc:
+    raise ImproperlyConfigured(f"ALLOT_SESSIONS_ORIGIN: {exc}") from None
+ALLOT_PORTAL_URL = (envstr("ALLOT_PORTAL_URL", "") or "").strip().rstrip("/")
+if ALLOT_SESSIONS_ORIGIN is not None:
+    _portal = urlsplit(ALLOT_PORTAL_URL)
+    if _portal.scheme not in ("http", "https") or not _portal.netloc:
+        raise ImproperlyConfigured(
+            "ALLOT_PORTAL_URL must be the portal's address (e.g. https://allot.example.org) when "
+            f"ALLOT_SESSIONS_ORIGIN is set: it is {ALLOT_PORTAL_URL!r}"
+        )
+    if ALLOT_SESSIONS_ORIGIN.key_of(_portal.netloc) is not None:
+        raise ImproperlyConfigured(
+            f"ALLOT_SESSIONS_ORIGIN must be an origin apart from the portal's: {ALLOT_PORTAL_URL} "
+            "is one of its hosts"
+        )
+    ALLOWED_HOSTS.append(ALLOT_SESSIONS_ORIGIN.allowed_host)
+# How long a sign-in to one notebook lasts before the browser is sent through the portal again
+# (unnoticed while the portal's sign-in lasts), and how often an open kernel or terminal socket
+# checks that its user may still use it (item 4).
+ALLOT_SESSIONS_CREDENTIAL_AGE_S = envint("ALLOT_SESSIONS_CREDENTIAL_AGE_S", 12 * 3600, minimum=60)
+ALLOT_SESSIONS_RECHECK_S = envfloat("ALLOT_SESSIONS_RECHECK_S", 2.0, minimum=0.1)
+
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` serves the ASGI application (websockets)
     "django.contrib.admin",
@@ -217,6 +250,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.web.session_origin.sessions_host_gate",  # the sessions' origin serves sessions only
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy: see CONTENT_SECURITY_POLICY
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

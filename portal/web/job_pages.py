@@ -39,6 +39,7 @@ from portal.jobs.models import (
 from portal.jobs.queries import ACTIVE_STATUSES, HISTORY_FILTERS
 from portal.scheduling import lifecycle
 from portal.scheduling.agent import get_agent, job_urls
+from portal.web import session_origin as origins
 from portal.web import session_steps
 from portal.web.forms import (
     DURATION,
@@ -190,7 +191,7 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     now = timezone.now()
     chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
     jupyter = job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
-    session_url = (session_path(project, name) if jupyter
+    session_url = (origins.session_url(job) if jupyter
                    and access.can_open_session(request.user, job) else None)  # fmt: skip
     starting, open_at = _session_progress(request, job) if session_url else (None, "")
     if open_at and starting is None and job.holds_gpus:
@@ -214,6 +215,9 @@ def _session_progress(request: HttpRequest, job) -> tuple[dict | None, str]:
     """(the steps of a Jupyter session on its way, or None when its lab answers or the job is
     over; where to go once it answers, when the user launched it or opened the lab early)."""
     open_at = take_open(request, job.project.name, job.name)
+    if open_at:  # on the sessions' origin when there is one
+        root = session_path(job.project.name, job.name)
+        open_at = origins.session_url(job, open_at.removeprefix(root))
     if job.status not in ACTIVE:
         return None, ""
     sessions = get_agent().sessions

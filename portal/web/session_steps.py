@@ -20,9 +20,10 @@ import urllib.request
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, JsonResponse
 
-from agents.sessions import Session, session_path
+from agents.sessions import Session
 from portal.core import trigger
 from portal.jobs.models import ENDED, Status
+from portal.web import session_origin as origins
 from portal.web.sessions import find_session
 
 STEPS = (
@@ -93,7 +94,7 @@ def progress(job, session: Session | None) -> dict:
     return {
         "status": job.status,
         "answering": answering,
-        "lab": session_path(job.project.name, job.name) + "lab",
+        "lab": origins.session_url(job, "lab"),
         "steps": steps(job, session, answering),
         "ended": ended(job),
     }

@@ -47,12 +47,20 @@ from agents.sessions import Session, session_path
 from portal import access
 from portal.jobs.models import ACTIVE
 from portal.scheduling.agent import get_agent
+from portal.web import session_origin as origins
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length", "origin", "referer",
 })  # fmt: skip
-PORTAL_COOKIES = frozenset({"sessionid", "csrftoken"})  # never handed to the notebook server
+PORTAL_COOKIES = frozenset({
+    "sessionid", "csrftoken", settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME,
+    origins.CREDENTIAL_COOKIE, origins.STATE_COOKIE,
+})  # never handed to the notebook server  # fmt: skip
+# Where notebooks share the portal's origin: the browser runs their pages in an opaque origin of
+# their own, with no access to the portal's cookies, storage or pages (and JupyterLab, which
+# needs its own origin, does not work: set ALLOT_SESSIONS_ORIGIN).
+SANDBOX = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
@@ -109,9 +117,9 @@ def upstream_headers(headers, token: str) -> dict[str, str]:
     return passed
 
 
-def cross_site(request: HttpRequest) -> str | None:
-    """Why a request that may change state did not come from the portal's own pages, or None
-    when it did (or cannot change state)."""
+def cross_site(request: HttpRequest, own: str | None = None) -> str | None:
+    """Why a request that may change state did not come from the session's own pages (`own`,
+    its origin; the portal's when None), or None when it did (or cannot change state)."""
     if request.method in SAFE_METHODS:
         return None
     origin = request.headers.get("Origin")
@@ -120,6 +128,8 @@ def cross_site(request: HttpRequest) -> str | None:
         if not referer.scheme or not referer.netloc:
             return "it names neither its Origin nor its Referer"
         origin = f"{referer.scheme}://{referer.netloc}"
+    if own is not None:
+        return None if origin == own else f"it comes from {origin[:200]}, not from {own}"
     portal = f"{request.scheme}://{request.get_host()}"
     if origin == portal or origin in settings.CSRF_TRUSTED_ORIGINS:
         return None
@@ -131,26 +141,110 @@ def cross_site(request: HttpRequest) -> str | None:
 # cookie's SameSite=Lax alone leaves same-site pages and old browsers).
 @csrf_exempt
 async def session_proxy(request: HttpRequest, project: str, name: str, path: str = ""):
-    """Pass one HTTP request to the job's Jupyter server and stream its answer back."""
+    """Pass one HTTP request to the job's Jupyter server and stream its answer back: on the
+    sessions' origin when there is one (the portal's own host then only sends people there),
+    else on the portal's origin, sandboxed."""
+    refusal = unsafe_path(request)
+    if refusal is not None:
+        return HttpResponse(f"Refused: {refusal}.", status=400, content_type="text/plain")
+    key = origins.request_key(request)
+    if key is not None:
+        return await _on_sessions_origin(request, project, name, path, key)
     user = await request.auser()
     if not user.is_authenticated:
         return redirect_to_login(request.get_full_path())
+    if origins.sessions_origin() is not None:
+        return await sync_to_async(_on_portal)(request, user, project, name, path)
     refusal = cross_site(request)
     if refusal is not None:
-        return HttpResponse(f"Refused: a {request.method} to a notebook must come from the "
-                            f"portal's own pages, and {refusal}.", status=403,
-                            content_type="text/plain")  # fmt: skip
+        return _cross_site_refusal(request, refusal)
     job, session = await sync_to_async(find_session)(user, project, name)
-    if session is None or not job.holds_gpus:
-        return await sync_to_async(_not_running)(request, job)
+    return await _proxy(request, job, session, sandbox=True)
+
+
+async def _on_sessions_origin(request: HttpRequest, project: str, name: str, path: str,
+                              key: str):  # fmt: skip
+    """A request on the sessions' origin: the hand-off, or the credential's user's request."""
+    if path == origins.HANDOFF:
+        return await sync_to_async(origins.handoff)(request, project, name, key)
     try:
-        upstream = await _send(_client(), request, session)
-    except httpx.ConnectError:  # (re)starting: the job's page waits for it
-        return await sync_to_async(_not_running)(request, job)
-    except httpx.HTTPError as exc:
-        return HttpResponse(f"The Jupyter server of {project}/{name} did not answer: {exc}",
-                            status=502, content_type="text/plain")  # fmt: skip
-    return await _answer(upstream, session.token)
+        _, job = await sync_to_async(origins.authorize)(request.COOKIES, project, name, key)
+    except origins.NoCredential as exc:
+        if request.method == "GET" and _navigation(request):
+            return origins.to_portal(request, project, name)
+        return HttpResponse(f"Not signed in to this notebook ({exc}): open it from its job page "
+                            f"at {settings.ALLOT_PORTAL_URL}/jobs/{project}/{name}/.",
+                            status=403, content_type="text/plain")  # fmt: skip
+    refusal = cross_site(request, origins.own_origin(job))
+    if refusal is not None:
+        return _cross_site_refusal(request, refusal)
+    sessions = get_agent().sessions
+    session = sessions.get(project, name) if sessions is not None else None
+    if (
+        (session is None or not job.holds_gpus) and request.method == "GET" and _navigation(request)
+    ):  # the portal's job page waits for it, and opens it when it answers
+        return redirect(f"{settings.ALLOT_PORTAL_URL}{request.get_full_path()}")
+    return await _proxy(request, job, session, sandbox=False)
+
+
+def _on_portal(request: HttpRequest, user, project: str, name: str, path: str) -> HttpResponse:
+    """A request for a session on the portal's own host, when sessions have an origin of their
+    own: the ticket of the hand-off, a person sent on to the session's origin (or to the job's
+    page while the lab is not up), and nothing else."""
+    job, session = find_session(user, project, name)
+    if path == origins.OPEN:
+        return origins.ticket_redirect(request, job)
+    if request.method != "GET" or not _navigation(request):
+        return HttpResponse(f"Notebooks are served at their own address, not the portal's: "
+                            f"{origins.session_url(job)}", status=404,
+                            content_type="text/plain")  # fmt: skip
+    if session is None or not job.holds_gpus:
+        return _not_running(request, job)
+    query = request.META.get("QUERY_STRING", "")
+    return redirect(origins.session_url(job, path) + (f"?{query}" if query else ""))
+
+
+async def _proxy(request: HttpRequest, job, session: Session | None, sandbox: bool):
+    """The server's answer to the request, or why there is none."""
+    project, name = job.project.name, job.name
+    if session is None or not job.holds_gpus:
+        response = await sync_to_async(_not_running)(request, job)
+    else:
+        try:
+            upstream = await _send(_client(), request, session)
+        except httpx.ConnectError:  # (re)starting: the job's page waits for it
+            response = await sync_to_async(_not_running)(request, job)
+        except httpx.HTTPError as exc:
+            response = HttpResponse(f"The Jupyter server of {project}/{name} did not answer: "
+                                    f"{exc}", status=502, content_type="text/plain")  # fmt: skip
+        else:
+            response = await _answer(upstream, session.token, session_path(project, name))
+    if sandbox:  # a second policy: the browser enforces both, whatever the server sent
+        theirs = response.headers.get("Content-Security-Policy")
+        response.headers["Content-Security-Policy"] = ", ".join(filter(None, (theirs, SANDBOX)))
+    return response
+
+
+def _cross_site_refusal(request: HttpRequest, refusal: str) -> HttpResponse:
+    return HttpResponse(f"Refused: a {request.method} to a notebook must come from the "
+                        f"notebook's own pages, and {refusal}.", status=403,
+                        content_type="text/plain")  # fmt: skip
+
+
+def unsafe_path(request: HttpRequest) -> str | None:
+    """Why the request's path may not be passed on (a dot segment, an encoded slash or
+    backslash, a NUL: each could name another session's files on the server), or None."""
+    raw = request.scope.get("raw_path", b"") if hasattr(request, "scope") else b""
+    if isinstance(raw, bytes):
+        raw = raw.decode("latin-1")
+    if any(code in (raw or "").lower() for code in ("%2f", "%5c", "%00")):
+        return "the path holds an encoded slash, backslash or NUL"
+    segments = request.path.split("/")
+    if any(segment in (".", "..") for segment in segments) or "\\" in request.path:
+        return "the path holds a dot segment or a backslash"
+    if "\x00" in request.path:
+        return "the path holds a NUL"
+    return None
 
 
 def upstream_url(request: HttpRequest, session: Session) -> str:
@@ -171,16 +265,21 @@ async def _send(client: httpx.AsyncClient, request: HttpRequest, session: Sessio
     )  # fmt: skip
 
 
-async def _answer(upstream: httpx.Response, token: str):
-    """The server's answer for the browser, its hop-by-hop headers dropped: a page whole and
-    without the token, anything else streamed as it comes."""
+async def _answer(upstream: httpx.Response, token: str, root: str):
+    """The server's answer for the browser, its hop-by-hop headers dropped and its cookies
+    kept to the session's own path and host: a page whole and without the token, anything
+    else streamed as it comes."""
     if upstream.headers.get("content-type", "").startswith("text/html"):
         response = await _page(upstream, token)
     else:
         response = StreamingHttpResponse(_body(upstream), status=upstream.status_code)
     for key, value in upstream.headers.multi_items():
-        if key.lower() not in HOP_BY_HOP:
-            response.headers[key] = value  # (Set-Cookie: the last one wins, Jupyter sets one)
+        if key.lower() == "set-cookie":
+            kept = origins.safe_set_cookie(value, root)
+            if kept is not None:
+                response.cookies.load(kept)
+        elif key.lower() not in HOP_BY_HOP:
+            response.headers[key] = value
     return response
 
 
@@ -239,21 +338,25 @@ def take_open(request: HttpRequest, project: str, name: str) -> str:
 
 
 class SessionProxyConsumer(AsyncWebsocketConsumer):
-    """A websocket of the job's Jupyter server (kernels, events), relayed both ways."""
+    """A websocket of the job's Jupyter server (kernels, terminals, events), relayed both ways,
+    and closed within ALLOT_SESSIONS_RECHECK_S of its user losing access (item 4: removed from
+    the project, deactivated, signed out, password changed, the share revoked, the job
+    stopped), since a kernel's socket runs code for as long as it is open."""
 
     upstream = None
     relay: asyncio.Task | None = None
+    watch: asyncio.Task | None = None
 
     async def connect(self) -> None:
-        user = self.scope.get("user")
         kwargs = self.scope["url_route"]["kwargs"]
-        if user is None or not user.is_authenticated:
-            await self.close()
-            return
-        try:
-            _, session = await sync_to_async(find_session)(user, kwargs["project"], kwargs["name"])
-        except Exception:  # 404 / 403: refuse the handshake, say nothing more
-            session = None
+        project, name = kwargs["project"], kwargs["name"]
+        self.allowed = await self._checker(project, name)
+        session = None
+        if self.allowed is not None:
+            try:
+                session = await sync_to_async(self.allowed)()
+            except Exception:  # 404 / 403 / no credential: refuse the handshake, say no more
+                session = None
         if session is None:
             await self.close()
             return
@@ -273,6 +376,49 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
             return
         await self.accept(subprotocol=self.upstream.subprotocol)
         self.relay = asyncio.create_task(self._relay())
+        self.watch = asyncio.create_task(self._watch())
+
+    async def _checker(self, project: str, name: str):
+        """A function that answers the socket's session while its user may still use it and
+        raises otherwise, or None when the handshake is refused outright."""
+        headers = dict(self.scope.get("headers", []))
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if "/_allot/" in self.scope["path"] or unsafe_ws_path(self.scope):
+            return None
+        sessions_origin = origins.sessions_origin()
+        if sessions_origin is None:  # one origin: the portal's session, its own Origin check
+            user = self.scope.get("user")
+            if user is None or not user.is_authenticated:
+                return None
+            return lambda: _live_session(find_session(user, project, name)[0])
+        key = sessions_origin.key_of(host)
+        if key is None:  # the portal's own host serves no session sockets then
+            return None
+        cookies = dict(self.scope.get("cookies") or {})
+
+        def allowed():
+            _, job = origins.authorize(cookies, project, name, key)
+            if origin != origins.own_origin(job):  # another session's (or site's) page
+                raise PermissionDenied(f"a socket from {origin[:100]}")
+            return _live_session(job)
+
+        return allowed
+
+    async def _watch(self) -> None:
+        """Check again every ALLOT_SESSIONS_RECHECK_S; close both ends when access is gone."""
+        while True:
+            await asyncio.sleep(settings.ALLOT_SESSIONS_RECHECK_S)
+            try:
+                still = await sync_to_async(self.allowed)()
+            except Exception:
+                still = None
+            if still is None:
+                if self.upstream is not None:
+                    with contextlib.suppress(Exception):
+                        await self.upstream.close()
+                await self.close(code=4403)
+                return
 
     async def _relay(self) -> None:
         try:
@@ -290,8 +436,28 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
             await self.upstream.send(bytes_data if bytes_data is not None else text_data)
 
     async def disconnect(self, code: int) -> None:
-        if self.relay is not None:
-            self.relay.cancel()
+        for task in (self.relay, self.watch):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
         if self.upstream is not None:
             with contextlib.suppress(Exception):
                 await self.upstream.close()
+
+
+def _live_session(job) -> Session | None:
+    """The job's session while the job holds its GPUs, else None."""
+    job.refresh_from_db(fields=["status"])
+    if not job.holds_gpus:
+        return None
+    sessions = get_agent().sessions
+    return sessions.get(job.project.name, job.name) if sessions is not None else None
+
+
+def unsafe_ws_path(scope) -> bool:
+    """True when a socket's path holds a dot segment or an encoded slash (see unsafe_path)."""
+    raw = scope.get("raw_path") or b""
+    raw = raw.decode("latin-1").lower() if isinstance(raw, bytes) else str(raw).lower()
+    segments = scope["path"].split("/")
+    return (any(code in raw for code in ("%2f", "%5c", "%00"))
+            or any(segment in (".", "..") for segment in segments)
+            or "\\" in scope["path"] or "\x00" in scope["path"])  # fmt: skip

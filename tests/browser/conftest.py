@@ -75,15 +75,19 @@ class Server:
 
 @pytest.fixture
 def server(transactional_db, tmp_path, settings, request, sessions_dir, session_python):
-    """The portal as `make run` serves it, with a fast cycle, on the test database. Tests
-    marked `jupyter` get real JupyterLab sessions (in `sessions_dir`, which this process reads
+    """The portal as `make run` serves it, with a fast cycle, on the test database, its
+    notebooks on their own origins (http://<key>.localhost:<port>). Tests marked `jupyter` get
+    real JupyterLab sessions (in `sessions_dir`, which this process reads
     too, run by `session_python`: as root each session's own user must reach both); they are
     all stopped at the end. `eta_interval(s)` sets ALLOT_ETA_INTERVAL_S."""
     settings.ALLOT_SESSIONS_DIR = sessions_dir
     jupyter = request.node.get_closest_marker("jupyter") is not None
     eta = request.node.get_closest_marker("eta_interval")
+    port = _free_port()
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
+        ALLOT_SESSIONS_ORIGIN=f"http://*.localhost:{port}",
+        ALLOT_PORTAL_URL=f"http://127.0.0.1:{port}",
         ALLOT_EMBEDDED_CYCLE="1", ALLOT_CYCLE_INTERVAL_S="0.5", ALLOT_SIM_START_DELAY_S="0",
         ALLOT_USAGE_SAMPLE_INTERVAL_S="1", ALLOT_SIM_JUPYTER="1" if jupyter else "0",
         ALLOT_SESSIONS_DIR=str(sessions_dir), ALLOT_SESSIONS_PYTHON=session_python,
@@ -95,7 +99,7 @@ def server(transactional_db, tmp_path, settings, request, sessions_dir, session_
     if env["DEBUG"] == "0":  # no finders then: WhiteNoise serves what collectstatic gathered
         env["STATIC_ROOT"] = str(request.getfixturevalue("collected_static"))
     env.pop("REDIS_URL", None)
-    server = Server(_free_port(), env, tmp_path / "daphne.log")
+    server = Server(port, env, tmp_path / "daphne.log")
     server.start()
     yield server
     server.stop()
