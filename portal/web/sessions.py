@@ -346,6 +346,7 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
     upstream = None
     relay: asyncio.Task | None = None
     watch: asyncio.Task | None = None
+    revoked = False
 
     async def connect(self) -> None:
         kwargs = self.scope["url_route"]["kwargs"]
@@ -414,10 +415,11 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
             except Exception:
                 still = None
             if still is None:
+                self.revoked = True
+                await self.close(code=4403)
                 if self.upstream is not None:
                     with contextlib.suppress(Exception):
                         await self.upstream.close()
-                await self.close(code=4403)
                 return
 
     async def _relay(self) -> None:
@@ -429,7 +431,8 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
                     await self.send(text_data=message)
         except Exception:
             pass
-        await self.close()
+        if not self.revoked:  # else closed already, saying why
+            await self.close()
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
         if self.upstream is not None:

@@ -10,7 +10,9 @@ is then relayed both ways:
 - binary messages from the client are keystrokes; a text message `{"resize": [columns, rows]}`
   resizes the terminal;
 - binary messages to the client are what the terminal prints; the last message is the text
-  `{"exit": code}` (code null when unknown), then the socket closes.
+  `{"exit": code}` (code null when unknown), then the socket closes;
+- the socket closes with 4403 within ALLOT_SESSIONS_RECHECK_S of the user losing the right to
+  it (token revoked, signed out, deactivated, removed from the project, the job stopped).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
@@ -31,19 +34,50 @@ from portal.scheduling.agent import get_agent, job_spec
 NOT_SIGNED_IN, FORBIDDEN, NOT_FOUND, NOT_POSSIBLE, CLUSTER_ERROR = 4401, 4403, 4404, 4409, 4502
 
 
-def token_user(headers: list[tuple[bytes, bytes]]):
-    """The user of a live `Authorization: Token <key>` header, else None."""
-    from portal.tenancy import services
-
+def token_secret(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The key of an `Authorization: Token <key>` header, else None."""
     for key, value in headers:
         if key.lower() == b"authorization":
             scheme, _, secret = value.decode("latin-1").partition(" ")
             if scheme.lower() == "token" and secret.strip():
-                try:
-                    return services.use_token(secret.strip()).user
-                except services.TokenRejected:
-                    return None
+                return secret.strip()
     return None
+
+
+def token_user(headers: list[tuple[bytes, bytes]]):
+    """The user of a live `Authorization: Token <key>` header, else None."""
+    from portal.tenancy import services
+
+    secret = token_secret(headers)
+    if secret is None:
+        return None
+    try:
+        return services.use_token(secret).user
+    except services.TokenRejected:
+        return None
+
+
+def still_allowed(scope, user, project: str, name: str) -> bool:
+    """Whether the socket's user may still use the job's shell (issue 32 item 4): their token
+    live or their sign-in not ended, the account active, the job visible to them, theirs to
+    run code in, and still Running."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.sessions.backends.base import SessionBase
+
+    secret = token_secret(scope.get("headers", []))
+    if secret is not None and token_user(scope.get("headers", [])) is None:
+        return False
+    session = scope.get("session")
+    if secret is None and isinstance(session, SessionBase):
+        if session.session_key is None or not session.exists(session.session_key):
+            return False  # signed out (or the session ended) since the socket opened
+    if not get_user_model().objects.filter(pk=user.pk, is_active=True).exists():
+        return False
+    try:
+        job = access.get_job_for(user, project, name)
+    except Http404:
+        return False
+    return access.can_submit(user, job.project) and job.status == Status.RUNNING
 
 
 def open_job_shell(user, project: str, name: str):
@@ -68,6 +102,7 @@ class JobShellConsumer(AsyncWebsocketConsumer):
 
     shell = None
     relay: asyncio.Task | None = None
+    watch: asyncio.Task | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -88,6 +123,18 @@ class JobShellConsumer(AsyncWebsocketConsumer):
             return
         await self.accept()
         self.relay = asyncio.create_task(self._relay())
+        self.watch = asyncio.create_task(self._watch(user, kwargs["project"], kwargs["name"]))
+
+    async def _watch(self, user, project: str, name: str) -> None:
+        """Close within ALLOT_SESSIONS_RECHECK_S of the user losing the right to this shell."""
+        while True:
+            await asyncio.sleep(settings.ALLOT_SESSIONS_RECHECK_S)
+            allowed = await database_sync_to_async(still_allowed)(self.scope, user, project, name)
+            if not allowed:
+                await self.close(code=FORBIDDEN)
+                if self.shell is not None:
+                    await asyncio.to_thread(self.shell.close)
+                return
 
     async def _relay(self) -> None:
         shell = self.shell
@@ -109,7 +156,8 @@ class JobShellConsumer(AsyncWebsocketConsumer):
             await asyncio.to_thread(self.shell.resize, int(columns), int(rows))
 
     async def disconnect(self, code) -> None:
-        if self.relay is not None:
-            self.relay.cancel()
+        for task in (self.relay, self.watch):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
         if self.shell is not None:
             await asyncio.to_thread(self.shell.close)

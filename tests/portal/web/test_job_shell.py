@@ -155,3 +155,35 @@ def test_the_cli_relays_keystrokes_and_output_and_exits_with_the_shells_code():
         server.shutdown()
     assert code == 5 and out.getvalue() == b"remote says ls\n"
     assert seen["auth"] == "Token tok" and "resize" in seen["resize"]
+
+
+@pytest.mark.parametrize("how", ["token revoked", "deactivated", "job stopped"])
+def test_an_open_shell_closes_within_seconds_of_losing_access(running, member, settings, how):
+    """Issue 32 item 4: access is checked again while the socket is open, not only at the
+    handshake (code ran over an open socket after the user was removed and deactivated)."""
+    from portal.tenancy.models import ApiToken
+
+    settings.ALLOT_SESSIONS_RECHECK_S = 0.2
+    token = issue_token(member, "allot CLI")[1]
+
+    def take_away():
+        if how == "token revoked":
+            ApiToken.objects.filter(user=member).update(revoked_at=member.date_joined)
+        elif how == "deactivated":
+            type(member).objects.filter(pk=member.pk).update(is_active=False)
+        else:
+            Job.objects.filter(name="sh").update(status=Status.STOPPED)
+
+    async def run():
+        from asgiref.sync import sync_to_async
+
+        communicator = connect(token=token)
+        connected, _ = await communicator.connect()
+        assert connected
+        await sync_to_async(take_away)()
+        while True:  # what the shell printed so far, then the close within the recheck
+            message = await communicator.receive_output(timeout=3)
+            if message["type"] == "websocket.close":
+                return message
+
+    assert asyncio.run(run()) == {"type": "websocket.close", "code": 4403}
