@@ -113,6 +113,8 @@ class Portal:
                 os.environ,
                 DEBUG="0",
                 ALLOWED_HOSTS="127.0.0.1,localhost",
+                ALLOT_SESSIONS_ORIGIN=f"http://*.localhost:{port}",  # as `make run` serves them
+                ALLOT_PORTAL_URL=self.url,
                 SECURE_SSL_REDIRECT="0",
                 SESSION_COOKIE_SECURE="0",
                 CSRF_COOKIE_SECURE="0",
@@ -203,7 +205,9 @@ class Probe(threading.Thread):
 
     def _ask(self, name: str) -> None:
         if "spawned" not in self.seen:  # the session's description: its server was started
-            if (self.portal.scratch / "sessions" / f"{PROJECT}--{name}.json").exists():
+            from agents.sessions import LocalSessions
+
+            if LocalSessions(self.portal.scratch / "sessions").get(PROJECT, name) is not None:
                 self.seen["spawned"] = time.monotonic() - self.t0
         if "running" not in self.seen:
             try:
@@ -213,13 +217,13 @@ class Probe(threading.Thread):
             except (OSError, ValueError, KeyError):
                 pass
         if "lab_answers" not in self.seen:
-            request = urllib.request.Request(
-                f"{self.portal.url}/sessions/{PROJECT}/{name}/api/status",
+            request = urllib.request.Request(  # the job page's own question: does the lab answer?
+                f"{self.portal.url}/jobs/{PROJECT}/{name}/session/",
                 headers={"Cookie": self.cookie},
             )
             try:
                 with urllib.request.urlopen(request, timeout=5) as answer:
-                    if answer.status == 200 and b"started" in answer.read():
+                    if answer.status == 200 and json.load(answer).get("answering"):
                         self.seen["lab_answers"] = time.monotonic() - self.t0
             except (OSError, ValueError):
                 pass
