@@ -633,6 +633,13 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not D
 SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", not DEBUG)
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", not DEBUG)
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", not DEBUG)
+# Over HTTPS the portal's cookies carry the `__Host-` prefix: the browser then takes them only
+# from the portal's own host, never set by a page of a sibling host (a notebook's origin is often
+# the same site as the portal) for the parent domain - cookie tossing (issue 32).
+if SESSION_COOKIE_SECURE:
+    SESSION_COOKIE_NAME = "__Host-sessionid"
+if CSRF_COOKIE_SECURE:
+    CSRF_COOKIE_NAME = "__Host-csrftoken"
 if envbool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 

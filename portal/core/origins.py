@@ -20,10 +20,12 @@ Parsing only (the standard library): `portal.settings` checks the value with it 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+HOST = re.compile(r"(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 KEY_LENGTH = 24  # hexadecimal characters of a session's key: 96 bits
 
 
@@ -99,7 +101,6 @@ def parse(value: str) -> SessionsOrigin | None:
     host, _, port = parts.netloc.lower().partition(":")
     if port and not port.isdigit():
         raise OriginError(f"{value!r} has a port that is not a number")
-    labels = host.split(".")
-    if not host or "*" in host[2:] or "" in labels or (host.startswith("*.") and len(labels) < 2):
+    if not HOST.fullmatch(host):
         raise OriginError(f"{value!r} needs a host name (a '*.' first for one per session)")
     return SessionsOrigin(parts.scheme, host, int(port) if port else None)
