@@ -41,7 +41,9 @@ run: $(STAMP)
 	@$(RUN_ENV) $(PY) manage.py bootstrap --url http://$(HOST):$(PORT)/
 	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
+# PostgreSQL and Redis are started first when they are installed but down (scripts/services.sh).
 test: $(STAMP)
+	@bash scripts/services.sh
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
