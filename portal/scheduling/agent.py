@@ -16,9 +16,10 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.base import Agent, JobSpec, PodSpec
-from agents.sessions import LocalSessions
+from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
 from portal.core import trigger
+from portal.core.origins import session_key
 from portal.jobs import placement
 
 _agent: Agent | None = None
@@ -165,5 +166,22 @@ def job_logs(job, tail: int = 200) -> list[str]:
 
 
 def job_urls(job) -> list[dict]:
-    """Where the job's ports answer (`[{"port", "url", "simulated"}]`); none while not placed."""
-    return get_agent().urls(job_spec(job)) if _placed(job) else []
+    """Where the job's ports answer (`[{"port", "url", "simulated"}]`); none while not placed.
+    A session the portal proxies is given by its whole address (`session_address`)."""
+    if not _placed(job):
+        return []
+    root = session_path(job.project.name, job.name)
+    return [{**url, "url": session_address(job, url["url"].removeprefix(root))}
+            if url.get("url", "").startswith(root) else url
+            for url in get_agent().urls(job_spec(job))]  # fmt: skip
+
+
+def session_address(job, path: str = "") -> str:
+    """Where a person opens `path` (relative to the session's root) of the job's notebook: on
+    its own origin (ALLOT_SESSIONS_ORIGIN, issue 32), else on the portal's address
+    (ALLOT_PORTAL_URL; the path alone when that is not set either)."""
+    root = session_path(job.project.name, job.name)
+    origin = settings.ALLOT_SESSIONS_ORIGIN
+    if origin is None:
+        return f"{settings.ALLOT_PORTAL_URL}{root}{path}"
+    return origin.origin_for(session_key(job.pk, job.project.name, job.name)) + root + path

@@ -43,6 +43,7 @@ from django.utils.decorators import sync_and_async_middleware
 from agents.sessions import session_path
 from portal import access
 from portal.core.origins import SessionsOrigin, session_key
+from portal.scheduling.agent import session_address
 
 CREDENTIAL_COOKIE = "allot-notebook"
 STATE_COOKIE = "allot-notebook-state"
@@ -77,8 +78,9 @@ def own_origin(job) -> str:
 def session_url(job, path: str = "") -> str:
     """Where a person opens `path` (relative to the session's root) of the job's notebook:
     on the sessions' origin when there is one, else the portal's own path."""
-    root = session_path(job.project.name, job.name)
-    return (own_origin(job) if sessions_origin() else "") + root + path
+    if sessions_origin() is None:
+        return session_path(job.project.name, job.name) + path
+    return session_address(job, path)
 
 
 def request_key(request) -> str | None:

@@ -235,3 +235,16 @@ def test_a_server_sets_cookies_only_for_its_own_path_and_host():
     assert safe_set_cookie("u=1; Domain=testserver; Path=/sessions/team-a/nb/", root) is None
     for name in ("sessionid", "csrftoken", "allot-notebook", "__Host-x"):
         assert safe_set_cookie(f"{name}=1; Path={root}", root) is None
+
+
+def test_the_api_and_the_cli_give_a_notebooks_whole_address(
+    own_origin, notebook, member, agents_session, api
+):
+    """Issue 34 item 13: a session's URL is absolute (its own origin), not a path."""
+    from django.utils import timezone
+
+    from portal.jobs.models import Job
+
+    Job.objects.filter(name="nb").update(started_at=timezone.now())
+    job = api(member).get("/api/v1/jobs/team-a/nb/").json()
+    assert [u["url"] for u in job["urls"]] == [f"http://{_host()}/sessions/team-a/nb/"]
