@@ -512,6 +512,67 @@ def get(name, project, as_json):
 
 
 @cli.command()
+@click.argument("kind_or_name")
+@click.argument("name", required=False)
+@click.option("-p", "--project", help="the project (default: `allot project set`)")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def describe(kind_or_name, name, project, as_json):
+    """Everything about a job, as `runai describe job NAME`: status, placement, why it waits and
+    when it should start, its address, its runs (where, how long, how each ended) and events.
+
+    `allot describe NAME` and `allot describe job NAME` are the same."""
+    if name is None:
+        name = kind_or_name
+    elif kind_or_name != "job":
+        raise CliError(f"allot describe knows jobs only: `allot describe job {name}`")
+    client, project = api(), project_of(project)
+    job = client.call("GET", f"jobs/{project}/{name}/")
+    runs = client.all(f"jobs/{project}/{name}/runs/")
+    events = client.all(f"jobs/{project}/{name}/events/")
+    if as_json:
+        click.echo(json.dumps({**job, "runs": runs, "events": events}, indent=2))
+        return
+    stuck = " (stuck: no new output or progress, see EVENTS)" if job.get("stuck") else ""
+    fields = [
+        ("Name", job["name"]), ("Project", job["project"]), ("User", job.get("user") or "-"),
+        ("Type", job["type"]), ("Status", job["status"] + stuck),
+        ("Image", job["image"] or "-"),
+        ("GPUs", f"{job['gpus']:g} x {job['pods']} pod(s), allocated {job['allocated_gpus']:g}"),
+        ("Per pod", resources_of(job)), ("Node(s)", ", ".join(job["nodes"]) or "-"),
+        ("Submitted", job.get("submitted_at") or "-"), ("Started", job.get("started_at") or "-"),
+    ]  # fmt: skip
+    if job["status"] in ("Pending", "ContainerCreating"):
+        fields.append(("Why not running", why_not_running(job)))
+    if job["status"] == "Pending":
+        fields.append(("Expected start", eta_of(job)))
+    if job.get("expected_s"):
+        fields.append(("Predicted run time", f"{span(job['expected_s'])} "
+                                              f"({job['expected_basis']})"))  # fmt: skip
+    fields.append(("URL(s)", urls_of(job)))
+    width = max(len(label) for label, _ in fields) + 2
+    for label, value in fields:
+        click.echo(f"{label + ':':<{width}}{value}")
+    click.echo("\nRuns:")
+    table = Table("RUN", "STARTED", "DURATION", "NODES", "GPUs", "GPU-HOURS", "END", "REASON",
+                  box=None, pad_edge=False)  # fmt: skip
+    for run in runs:
+        started = run["started_at"][:19].replace("T", " ")
+        table.add_row(str(run["number"]), started, span(run["duration_s"]),
+                      ", ".join(run["nodes"]) or "-", f"{run['gpus']:g}",
+                      f"{run['gpu_hours']:.2f}", run["end"] or "running",
+                      run["reason"] or "-")  # fmt: skip
+    if runs:
+        show(table, out)
+    else:
+        click.echo("  none yet")
+    click.echo("\nEvents:")
+    table = Table("TIME", "KIND", "MESSAGE", box=None, pad_edge=False)
+    for e in events:
+        table.add_row(e["time"][11:19], e["kind"], e["message"])
+    show(table, out)
+
+
+@cli.command()
 @click.argument("name")
 @click.option("-p", "--project", help="the project (default: `allot project set`)")
 @click.option("--tail", type=int, default=200, show_default=True, help="last lines to print")

@@ -319,3 +319,26 @@ def test_get_shows_a_pending_jobs_expected_start_and_predicted_run_time(allot): 
     assert job.eta is not None
     assert re.search(rf"EXPECTED START: {job.eta:%H:%M} UTC \(in (59 min|1 h 00 min)\), from the "
                      "predicted run times of the jobs it waits for", shown), shown  # fmt: skip
+
+
+def test_describe_shows_a_job_its_runs_and_events_as_runai_describe_does(allot):  # noqa: F811
+    """Issue 34 item 13: `allot describe job NAME` (and `allot describe NAME`)."""
+    assert allot("project", "set", "team-a").returncode == 0
+    assert allot("submit", "d-1", "-i", "pytorch/pytorch", "-g", "1").returncode == 0
+    settle()
+    settle()
+    shown = allot("describe", "job", "d-1")
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    for label in ("Name:", "Project:", "Status:", "GPUs:", "Node(s):", "URL(s):", "Runs:",
+                  "Events:"):  # fmt: skip
+        assert label in out, label
+    assert re.search(r"^Status:\s+(Running|ContainerCreating)", out, re.M), out
+    run_line = out.split("Runs:")[1].split("Events:")[0]
+    assert re.search(r"^1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", run_line.strip(), re.M), run_line
+    assert "started on" in out.split("Events:")[1] or "scheduled" in out.split("Events:")[1]
+    assert allot("describe", "d-1").stdout.split("Runs:")[0] == out.split("Runs:")[0]
+    wrong = allot("describe", "node", "d-1")
+    assert wrong.returncode == 1 and "knows jobs only" in wrong.stderr
+    as_json = json.loads(allot("describe", "d-1", "--json").stdout)
+    assert as_json["runs"][0]["number"] == 1 and as_json["events"]
