@@ -476,7 +476,7 @@ def list_jobs(project, all_projects, history, status, user, since, until, limit,
     show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
     more = f" (the newest {len(jobs)} of {total}; --limit 0 for all)" if total > len(jobs) else ""
-    click.echo(f"\n{len(jobs)} job(s){more}, {used:g} GPU(s) in use")
+    click.echo(f"\n{len(jobs)} job(s){more}, {used:g} GPU(s) in use", err=True)  # not for pipes
 
 
 @cli.command()

@@ -20,9 +20,29 @@ def show(table: Table, console: Console, stream=None) -> None:
     """Print `table`: drawn by rich on a terminal, plain aligned columns otherwise."""
     stream = stream or sys.stdout
     if stream.isatty():
-        console.print(table)
+        console.print(fitted(table, console.width))
         return
     stream.write(plain(table))
+
+
+def fitted(table: Table, width: int) -> Table:
+    """The table for a window `width` columns wide (80, say): a header is never broken, and
+    the widest values wrap onto more lines instead of being cut with an ellipsis. Each column
+    gets its whole value when all fit, else the widest are narrowed in turn, never below their
+    header."""
+    columns = table.columns
+    headers = [len(str(column.header)) for column in columns]
+    widths = [max([size, *(len(str(cell)) for cell in column.cells)])
+              for size, column in zip(headers, columns, strict=True)]  # fmt: skip
+    budget = width - 2 * max(len(columns) - 1, 0)  # a gap of two between columns
+    while sum(widths) > budget:
+        widest = max(range(len(widths)), key=lambda i: widths[i] - headers[i])
+        if widths[widest] <= headers[widest]:
+            break  # even the headers alone do not fit: the terminal cuts the line
+        widths[widest] -= 1
+    for column, size in zip(columns, widths, strict=True):
+        column.width, column.overflow, column.no_wrap = size, "fold", False
+    return table
 
 
 def plain(table: Table) -> str:

@@ -45,7 +45,7 @@ def test_list_shows_what_has_not_ended_and_all_adds_the_history(allot):  # noqa:
     everything = allot("list", "--all")
     assert set(statuses(everything.stdout)) == {"done-1", "done-2", "live"}, everything.stdout
     newest = allot("list", "--all", "--limit", "1")
-    assert "the newest 1 of 3" in newest.stdout, newest.stdout
+    assert "the newest 1 of 3" in newest.stderr, newest.stderr
     failed = json.loads(allot("list", "--all", "--status", "Succeeded", "--json").stdout)
     assert {job["name"] for job in failed} == {"done-1", "done-2"}
     bad = allot("list", "--all", "--since", "last week")

@@ -46,3 +46,40 @@ def test_plain_pads_every_column_but_the_last_and_cuts_nothing():
         "a-rather-long-job-name   Running   -",
         "b                        Pending   http://example.org/" + "x" * 120,
     ]
+
+
+def test_the_summary_line_goes_to_stderr_so_a_pipe_gets_the_table_alone(allot):  # noqa: F811
+    """Issue 34 item 13: `allot list | cat` kept the summary line."""
+    assert allot("project", "set", "team-a").returncode == 0
+    assert allot("submit", "one", "-i", IMAGE, "-g", "1").returncode == 0
+    listed = allot("list")
+    assert listed.stdout.splitlines()[0].split()[0] == "NAME"
+    assert "job(s)" not in listed.stdout and "1 job(s)" in listed.stderr
+
+
+def test_on_an_80_column_terminal_headers_stay_whole_and_values_wrap_uncut():
+    """Issue 34 item 13: on 80 columns the header wrapped and images were cut to 'pytorch/py…'."""
+    import io
+
+    from rich.console import Console
+
+    from cli.tables import show
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    table = Table("NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER", "GPUs",
+                  "SERVICE URL(S)", box=None, pad_edge=False)  # fmt: skip
+    table.add_row("train-with-a-long-name-1", "Running", "3m", "dgx1-1", IMAGE, "team-a", "bob",
+                  "1/1", "-")  # fmt: skip
+    screen = Terminal()
+    show(table, Console(file=screen, width=80, force_terminal=True, color_system=None), screen)
+    lines = screen.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0].split() == ["NAME", "STATUS", "AGE", "NODE", "IMAGE", "PROJECT", "USER",
+                                "GPUs", "SERVICE", "URL(S)"]  # fmt: skip
+    assert "…" not in screen.getvalue()
+    assert "".join(
+        line.split("dgx1-1")[-1].split()[0] if "dgx1-1" in line else "" for line in lines
+    )

@@ -63,8 +63,8 @@ def test_tr4858_section_4_8_command_sequence_fills_16_gpus(allot):  # noqa: F811
 
     listed = allot("list", "-A")
     assert listed.returncode == 0, listed.stderr
-    assert "13 job(s), 16 GPU(s) in use" in listed.stdout, listed.stdout
-    statuses = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:-2]}
+    assert "13 job(s), 16 GPU(s) in use" in listed.stderr, listed.stderr
+    statuses = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:]}
     assert len(statuses) == 13 and set(statuses.values()) == {"Running"}, listed.stdout
 
     notebook = json.loads(allot("get", "a-1-1-jupyter", "-p", "team-a", "--json").stdout)
