@@ -69,3 +69,35 @@ def quantity_cpu(millis) -> str:
 def quantity_memory(value) -> str:
     """MiB as a form reads them back ("16Gi"); empty when None."""
     return "" if value is None else format_memory(int(value))
+
+
+UNIT_SUFFIXES = ("_mib", "_millis", "_s")
+
+
+@register.filter
+def change_field(field) -> str:
+    """An audit entry's changed field as people say it: "memory_limit_mib" -> "memory limit"."""
+    name = str(field)
+    for suffix in UNIT_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name.replace("_", " ")
+
+
+@register.filter
+def change_value(value, field) -> str:
+    """One side of an audit entry's change in the unit of its field (issue 34 item 16: the log
+    showed "memory_limit_mib: – → 614400"): MiB as "600 GiB", millicores as "8 cores", seconds
+    as a duration; "–" for nothing."""
+    if value is None or value == "":
+        return "–"
+    name = str(field)
+    try:
+        if name.endswith("_mib"):
+            return mib(value)
+        if name.endswith("_millis"):
+            return cores(value)
+        if name.endswith("_s"):
+            return min_runtime(value) if "min_runtime" in name else duration_s(value)
+    except (TypeError, ValueError):
+        pass
+    return str(value)
