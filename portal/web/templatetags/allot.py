@@ -72,6 +72,7 @@ def quantity_memory(value) -> str:
 
 
 UNIT_SUFFIXES = ("_mib", "_millis", "_s")
+NOTHING = "\N{EN DASH}"
 
 
 @register.filter
@@ -86,10 +87,10 @@ def change_field(field) -> str:
 @register.filter
 def change_value(value, field) -> str:
     """One side of an audit entry's change in the unit of its field (issue 34 item 16: the log
-    showed "memory_limit_mib: – → 614400"): MiB as "600 GiB", millicores as "8 cores", seconds
-    as a duration; "–" for nothing."""
+    showed "memory_limit_mib: (dash) -> 614400"): MiB as "600 GiB", millicores as "8 cores",
+    seconds as a duration; an en dash for nothing."""
     if value is None or value == "":
-        return "–"
+        return NOTHING
     name = str(field)
     try:
         if name.endswith("_mib"):

@@ -1,5 +1,5 @@
 """Issue 34 item 16: the audit page shows changed quantities in their units ("600 GiB"), not the
-stored numbers ("memory_limit_mib: – → 614400")."""
+stored numbers ("memory_limit_mib: (dash) -> 614400")."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 
 pytestmark = pytest.mark.django_db
+DASH = "\N{EN DASH}"
 
 
 def test_a_changed_limit_reads_in_gib_cores_and_durations(api, cluster_admin, team_a):
@@ -16,14 +17,14 @@ def test_a_changed_limit_reads_in_gib_cores_and_durations(api, cluster_admin, te
     client = Client()
     client.force_login(cluster_admin)
     page = client.get("/audit/").content.decode()
-    assert "memory limit: – → 600 GiB" in page
-    assert "cpu limit: – → 8 cores" in page
+    assert f"memory limit: {DASH} → 600 GiB" in page
+    assert f"cpu limit: {DASH} → 8 cores" in page
     assert "614400" not in page and "memory_limit_mib" not in page
 
 
 def test_values_without_a_unit_stay_as_they_are():
     from portal.web.templatetags.allot import change_field, change_value
 
-    assert change_value(None, "quota") == "–" and change_value(4, "quota") == "4"
+    assert change_value(None, "quota") == DASH and change_value(4, "quota") == "4"
     assert change_value(3600, "run_timeout_s") == "1 h 0 min"
     assert change_field("gpu_quota") == "gpu quota"
