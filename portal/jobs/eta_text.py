@@ -12,6 +12,8 @@ from datetime import datetime
 from django.utils import timezone
 
 DUE_S = 60  # a start within a minute, or already passed, is due: the next cycles start it
+NEXT_CYCLE = ("at the next scheduling cycle if there is room for it, in a few seconds; else that "
+              "cycle says why it waits")  # fmt: skip
 
 
 def in_words(seconds: float) -> str:
@@ -32,9 +34,15 @@ def clock(at: datetime, now: datetime) -> str:
     return f"{local:%H:%M %Z}" if local.date() == today.date() else f"{local:%d %b %H:%M %Z}"
 
 
-def expected_start(kind: str, eta: datetime | None, note: str, now: datetime | None = None) -> str:
-    """The expected start of a pending job in words (see the module's docstring)."""
+def expected_start(kind: str, eta: datetime | None, note: str, now: datetime | None = None,
+                   considered: bool = True) -> str:  # fmt: skip
+    """The expected start of a pending job in words (see the module's docstring); a job no
+    cycle has considered yet (`considered` False: just submitted) starts in the next one if
+    there is room, which is what it is told (issue 34 item 3: it was told it waited behind 30
+    days of run time while its first cycle was starting it)."""
     now = now or timezone.now()
+    if not considered and kind in ("", "at", "not_before"):
+        return NEXT_CYCLE
     if kind == "never":
         return note
     if kind == "at" and eta is not None:

@@ -177,7 +177,8 @@ class Job(models.Model):
         """A pending job's expected start in words ("" unless pending), `eta_text`."""
         if self.status != Status.PENDING:
             return ""
-        return eta_text.expected_start(self.eta_kind, self.eta, self.eta_note)
+        return eta_text.expected_start(self.eta_kind, self.eta, self.eta_note,
+                                       considered=bool(self.pending_reason))  # fmt: skip
 
     @property
     def shown_eta(self) -> datetime | None:
