@@ -190,8 +190,8 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     runs = list(JobRun.objects.filter(job=job).order_by("number").defer("logs"))
     now = timezone.now()
     chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
-    jupyter = job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
-    session_url = (origins.session_url(job) if jupyter
+    jupyter = _jupyter(job)
+    session_url = (origins.session_url(job) if jupyter and job.status in ACTIVE
                    and access.can_open_session(request.user, job) else None)  # fmt: skip
     starting, open_at = _session_progress(request, job) if session_url else (None, "")
     if open_at and starting is None and job.holds_gpus:
@@ -209,6 +209,11 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
          "runs": [{"run": run, "duration_s": run.duration_s(now), "gpu_hours": run.gpu_hours(now)}
                   for run in runs]},
     )  # fmt: skip
+
+
+def _jupyter(job) -> bool:
+    """True for a notebook: an interactive job serving Jupyter's port."""
+    return job.type == JobType.INTERACTIVE and JUPYTER_PORT in (job.ports or [])
 
 
 def _session_progress(request: HttpRequest, job) -> tuple[dict | None, str]:
@@ -290,11 +295,14 @@ def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
 @login_required
 @require_POST
 def job_resume(request: HttpRequest, project: str, name: str) -> HttpResponse:
-    """Queue a Stopped job again with the same spec."""
+    """Queue a Stopped job again with the same spec; a notebook's page then opens its lab as soon
+    as it answers, as after a launch (issue 34 item 4)."""
     job = _changeable(request, project, name)
     try:
         services.resume_job(job, request.user)
         messages.success(request, f"Job {project}/{name} queued again.")
+        if _jupyter(job) and access.can_open_session(request.user, job):
+            open_later(request, project, name, session_path(project, name) + "lab")
     except APIException as exc:
         _refused(request, exc)
     return redirect("job-detail", project=project, name=name)

@@ -42,10 +42,12 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.csrf import csrf_exempt
+from rest_framework.exceptions import APIException
 
 from agents.sessions import Session, session_path
 from portal import access
 from portal.jobs.models import ACTIVE
+from portal.scheduling import lifecycle
 from portal.scheduling.agent import get_agent
 from portal.web import session_origin as origins
 
@@ -62,6 +64,7 @@ PORTAL_COOKIES = frozenset({
 # needs its own origin, does not work: set ALLOT_SESSIONS_ORIGIN).
 SANDBOX = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+SHUTDOWN = "api/shutdown"  # Jupyter Server's "shut down the server" (JupyterLab's File menu)
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
 _clients: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # event loop -> its client
@@ -159,7 +162,25 @@ async def session_proxy(request: HttpRequest, project: str, name: str, path: str
     if refusal is not None:
         return _cross_site_refusal(request, refusal)
     job, session = await sync_to_async(find_session)(user, project, name)
+    if request.method == "POST" and path == SHUTDOWN:
+        return await sync_to_async(shut_down)(user, job)
     return await _proxy(request, job, session, sandbox=True)
+
+
+def shut_down(user, job) -> HttpResponse:
+    """JupyterLab's File > Shut Down is the job's Stop (issue 34 item 1): Stopped and resumable,
+    with its event, instead of a server that exits under the job, which the cycle then reports
+    as Failed. The agent stops the server as for any Stop. Those who may not stop the job (a
+    teammate it was shared with) are told so, and the server keeps running."""
+    if not access.can_submit(user, job.project):
+        return HttpResponse(f"Only the owner of {job.project.name}/{job.name} or an admin of "
+                            f"{job.project.name} stops this notebook.", status=403,
+                            content_type="text/plain")  # fmt: skip
+    try:
+        lifecycle.stop(job, user)
+    except APIException as exc:  # it is not running any more
+        return HttpResponse(str(exc.detail), status=exc.status_code, content_type="text/plain")
+    return HttpResponse(status=200)
 
 
 async def _on_sessions_origin(request: HttpRequest, project: str, name: str, path: str,
@@ -168,7 +189,7 @@ async def _on_sessions_origin(request: HttpRequest, project: str, name: str, pat
     if path == origins.HANDOFF:
         return await sync_to_async(origins.handoff)(request, project, name, key)
     try:
-        _, job = await sync_to_async(origins.authorize)(request.COOKIES, project, name, key)
+        user, job = await sync_to_async(origins.authorize)(request.COOKIES, project, name, key)
     except origins.NoCredential as exc:
         if request.method == "GET" and _navigation(request):
             return origins.to_portal(request, project, name)
@@ -178,6 +199,8 @@ async def _on_sessions_origin(request: HttpRequest, project: str, name: str, pat
     refusal = cross_site(request, origins.own_origin(job))
     if refusal is not None:
         return _cross_site_refusal(request, refusal)
+    if request.method == "POST" and path == SHUTDOWN:
+        return await sync_to_async(shut_down)(user, job)
     sessions = get_agent().sessions
     session = sessions.get(project, name) if sessions is not None else None
     if (

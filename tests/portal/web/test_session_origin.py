@@ -248,3 +248,30 @@ def test_the_api_and_the_cli_give_a_notebooks_whole_address(
     Job.objects.filter(name="nb").update(started_at=timezone.now())
     job = api(member).get("/api/v1/jobs/team-a/nb/").json()
     assert [u["url"] for u in job["urls"]] == [f"http://{_host()}/sessions/team-a/nb/"]
+
+
+def test_jupyterlabs_shut_down_is_the_jobs_stop_not_a_failure(
+    own_origin, notebook, member, agents_session
+):
+    """Issue 34 item 1: File > Shut Down made the job Failed ("the Jupyter server exited")."""
+    from portal.jobs.models import Job, Status
+
+    host = _host()
+    browser = _signed_in(_portal(member), host)
+    answer = browser.post("/sessions/team-a/nb/api/shutdown", headers={"Origin": f"http://{host}"})
+    assert answer.status_code == 200
+    job = Job.objects.get(name="nb")
+    assert job.status == Status.STOPPED
+    assert job.events.last().message.startswith("stopped by bob")
+    assert agents_session == []  # the portal stops it; the server was not asked to exit
+
+
+def test_a_teammate_the_notebook_is_shared_with_cannot_shut_it_down(
+    own_origin, notebook, viewer, agents_session
+):
+    from portal.jobs.models import Job, Status
+    from portal.web.sessions import shut_down
+
+    answer = shut_down(viewer, Job.objects.get(name="nb"))
+    assert answer.status_code == 403 and b"Only the owner" in answer.content
+    assert Job.objects.get(name="nb").status == Status.RUNNING
