@@ -23,6 +23,8 @@ $(STAMP): requirements.txt requirements-dev.txt
 # (DEBUG=0 over plain HTTP, a secret key kept in var/secret_key); `make run DEBUG=1` is the
 # developer's switch to Django's debug pages.
 PORT ?= 8000
+# Simulated training jobs finish after a run time drawn from the Philly trace (README, "Demo").
+DEMO ?= 1
 HOST ?= 127.0.0.1
 DEBUG ?= 0
 ALLOWED_HOSTS ?= 127.0.0.1,localhost,$(HOST)
@@ -39,7 +41,8 @@ run: $(STAMP)
 	@$(RUN_ENV) $(PY) manage.py migrate --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py collectstatic --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py bootstrap --url http://$(HOST):$(PORT)/
-	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 $(PY) manage.py runserver --noreload $(HOST):$(PORT)
+	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 ALLOT_SIM_DEMO=$(DEMO) $(PY) manage.py runserver \
+		--noreload $(HOST):$(PORT)
 
 # PostgreSQL and Redis are started first when they are installed but down (scripts/services.sh).
 test: $(STAMP)

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from agents.base import Agent, JobSpec, PodSpec
+from agents.demo_durations import demo_duration_s
 from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
 from portal.core import trigger
@@ -136,7 +137,7 @@ def spec_from_values(row: dict) -> JobSpec:
         environment=tuple(sorted((str(k), str(v)) for k, v in (row["environment"] or {}).items())),
         ports=tuple(int(port) for port in row["ports"] or ()),
         service_type=row["service_type"],
-        sim_duration_s=row["sim_duration_s"],
+        sim_duration_s=_sim_duration(row),
         user=row.get("user__username") or "",
         volumes=tuple(
             (v["pvc"], v["mount_path"], bool(v.get("read_only"))) for v in row.get("volumes") or ()
@@ -146,6 +147,17 @@ def spec_from_values(row: dict) -> JobSpec:
         cpu_limit_millis=row.get("cpu_limit_millis"),
         memory_limit_mib=row.get("memory_limit_mib"),
     )
+
+
+def _sim_duration(row: dict) -> float | None:
+    """How long the simulated cluster runs the job: its `sim_duration_s`, else in the demo
+    (ALLOT_SIM_DEMO) a training job's Philly-drawn run time (agents/demo_durations.py), else
+    until it is stopped (None)."""
+    if row["sim_duration_s"] is not None:
+        return row["sim_duration_s"]
+    if settings.ALLOT_SIM_DEMO and row["type"] == "train" and row.get("id") is not None:
+        return demo_duration_s(row["id"], settings.ALLOT_SIM_DEMO_SCALE)
+    return None
 
 
 def job_spec(job) -> JobSpec:
