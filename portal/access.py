@@ -8,11 +8,12 @@ viewer reads, researcher also submits and deletes jobs, admin also manages membe
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from portal.jobs.health import POLICY_FIELDS
-from portal.jobs.models import Job, JobRun
+from portal.jobs.models import Job, JobRun, SessionGrant
 from portal.jobs.services import project_health
 from portal.tenancy.models import ApiToken, Membership, Project, Role
 
@@ -139,8 +140,61 @@ def why_not_submit(user) -> str | None:
 
 
 def can_open_session(user, job: Job) -> bool:
-    """The project's researchers and admins open a job's Jupyter (viewers read, run no code)."""
-    return can_submit(user, job.project)
+    """A notebook is its owner's alone (issue 32 item 3, as JupyterHub's servers): its owner
+    opens it, and so does whom it is shared with (a teammate or the whole project) or an admin
+    during an audited "Access server" (`portal.jobs.grants`) - each only while they may run code
+    in the project (viewers never). One query past the role's."""
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    if not can_submit(user, job.project):
+        return False
+    if job.user_id == user.pk:
+        return True
+    now = timezone.now()
+    return (
+        SessionGrant.objects.filter(job=job, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .filter(Q(user=user) | Q(user__isnull=True, kind=SessionGrant.SHARE))
+        .exists()
+    )
+
+
+def can_change_job(user, job: Job) -> bool:
+    """Stop, resume, delete, extend and the shell of a job: its owner (while a researcher or
+    admin of the project), the project's admins and cluster admins - not every researcher of
+    the project (issue 32 item 3)."""
+    if is_cluster_admin(user):
+        return True
+    role = role_in(user, job.project)
+    return role in MANAGE_ROLES or (role in SUBMIT_ROLES and job.user_id == user.pk)
+
+
+def can_share_session(user, job: Job) -> bool:
+    """Only a notebook's owner shares it (and ends its shares)."""
+    return (
+        bool(user and user.is_authenticated)
+        and job.user_id == user.pk
+        and can_submit(user, job.project)
+    )
+
+
+def can_access_server(user, job: Job) -> bool:
+    """Cluster admins and the project's admins may open another's notebook through an audited
+    "Access server" (its owner opens it plainly)."""
+    if not (user and user.is_authenticated) or job.user_id == user.pk:
+        return False
+    return is_cluster_admin(user) or role_in(user, job.project) in MANAGE_ROLES
+
+
+def shareable_with(job: Job) -> QuerySet:
+    """The project's members a notebook may be shared with: its researchers and admins, not
+    its owner (viewers run no code)."""
+    return (
+        Membership.objects.filter(project=job.project, role__in=SUBMIT_ROLES)
+        .exclude(user_id=job.user_id)
+        .select_related("user")
+        .order_by("user__username")
+    )
 
 
 def can_delete_workspace(user, owner: str) -> bool:
@@ -152,7 +206,7 @@ def can_delete_workspace(user, owner: str) -> bool:
 def extend_action(user, job: Job) -> tuple[bool, str] | None:
     """How "Extend once" shows on a running job: None (not at all: the user may not extend, or
     the project allows no extension), (True, what it does), or (False, why it is disabled)."""
-    if not job.holds_gpus or not can_submit(user, job.project):
+    if not job.holds_gpus or not can_change_job(user, job):
         return None
     extension = project_health(job.project).timeout_extension_s
     if not extension:

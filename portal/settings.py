@@ -224,6 +224,8 @@ if ALLOT_SESSIONS_ORIGIN is not None:
 # checks that its user may still use it (item 4).
 ALLOT_SESSIONS_CREDENTIAL_AGE_S = envint("ALLOT_SESSIONS_CREDENTIAL_AGE_S", 12 * 3600, minimum=60)
 ALLOT_SESSIONS_RECHECK_S = envfloat("ALLOT_SESSIONS_RECHECK_S", 2.0, minimum=0.1)
+# A cluster or project admin's "Access server" on another's notebook lasts this long (item 3).
+ALLOT_SESSIONS_ADMIN_ACCESS_S = envint("ALLOT_SESSIONS_ADMIN_ACCESS_S", 3600, minimum=60)
 
 INSTALLED_APPS = [
     "daphne",  # first, so `runserver` serves the ASGI application (websockets)
@@ -668,6 +670,8 @@ CONTENT_SECURITY_POLICY = {
         "form-action": [SELF],
     },
 }
+if ALLOT_SESSIONS_ORIGIN is not None:  # "Access server" posts, then goes to the notebook
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(ALLOT_SESSIONS_ORIGIN.source)
 if ALLOT_OIDC_ISSUER:  # "Sign out" posts to /logout/, which redirects to the provider's logout
     CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
         "{0.scheme}://{0.netloc}".format(urlsplit(ALLOT_OIDC_ISSUER))

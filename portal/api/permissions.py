@@ -74,12 +74,13 @@ class MayManageMembers(BasePermission):
         return access.can_manage_members(request.user, project)
 
 
-class MaySubmit(BasePermission):
-    """Researchers, project admins and cluster admins delete a project's jobs; viewers read."""
+class MayChangeJob(BasePermission):
+    """A job's owner, its project's admins and cluster admins stop, resume, delete and extend it
+    and open its shell (issue 32 item 3); the project's other members read it."""
 
-    message = "Only the project's researchers and admins may change its jobs."
+    message = "Only the job's owner and the project's admins may change it."
 
     def has_object_permission(self, request, view, job) -> bool:
         if request.method in SAFE_METHODS:
             return True
-        return access.can_submit(request.user, job.project)
+        return access.can_change_job(request.user, job)

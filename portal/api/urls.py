@@ -21,6 +21,7 @@ from portal.api.views.jobs import (
     SchedulerCycles,
 )
 from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
+from portal.api.views.sharing import JobAccess, JobShare, JobShares
 from portal.api.views.sso import SSORuleDetail, SSORuleList
 from portal.api.views.tenancy import (
     DepartmentDetail,
@@ -83,6 +84,9 @@ urlpatterns = [
     path("jobs/<str:project>/<str:name>/shell/", JobShell.as_view(), name="job-shell"),
     path("jobs/<str:project>/<str:name>/extend/", JobExtend.as_view(), name="job-extend"),
     path("jobs/<str:project>/<str:name>/stop/", JobStop.as_view(), name="job-stop"),
+    path("jobs/<str:project>/<str:name>/shares/", JobShares.as_view(), name="job-shares"),
+    path("jobs/<str:project>/<str:name>/shares/<int:grant>/", JobShare.as_view(), name="job-share"),
+    path("jobs/<str:project>/<str:name>/access/", JobAccess.as_view(), name="job-access"),
     path("jobs/<str:project>/<str:name>/resume/", JobResume.as_view(), name="job-resume"),
     path("auth/token/", ObtainToken.as_view(), name="auth-token"),
     path("sso/rules/", SSORuleList.as_view(), name="sso-rule-list"),

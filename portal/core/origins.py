@@ -57,6 +57,12 @@ class SessionsOrigin:
         """This origin's entry for Django's ALLOWED_HOSTS (a leading dot covers subdomains)."""
         return self.suffix if self.per_session else self.host
 
+    @property
+    def source(self) -> str:
+        """This origin as a Content-Security-Policy source (`http://*.localhost:8000`)."""
+        port = f":{self.port}" if self.port else ""
+        return f"{self.scheme}://{self.host}{port}"
+
     def host_for(self, key: str) -> str:
         """The host name of the session whose key is `key`."""
         return f"{key}{self.suffix}" if self.per_session else self.host

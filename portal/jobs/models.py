@@ -364,3 +364,33 @@ class UsageRollup(models.Model):
             )
         ]
         indexes = [models.Index(fields=["resolution_s", "bucket"], name="usagerollup_time")]
+
+
+class SessionGrant(models.Model):
+    """Who besides its owner may open a job's notebook (issue 32 item 3): a share the owner
+    made with a teammate (`user`) or with the whole project (`user` null), or an admin's
+    "access server" (kind ADMIN, with its reason, until `expires_at`). A notebook is its
+    owner's alone otherwise, as JupyterHub's servers are; a grant ends when revoked, expired or
+    the job is deleted."""
+
+    SHARE, ADMIN = "share", "admin"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="session_grants")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="session_grants",
+    )  # fmt: skip
+    kind = models.CharField(max_length=8, choices=[(SHARE, "share"), (ADMIN, "admin access")])
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["job", "revoked_at"], name="sessiongrant_live")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.job_id} to {self.user_id or 'the project'}"

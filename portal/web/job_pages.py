@@ -14,7 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -24,7 +24,7 @@ from rest_framework.exceptions import APIException
 from agents.sessions import session_path
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
-from portal.jobs import queries, services
+from portal.jobs import grants, queries, services
 from portal.jobs.models import (
     ACTIVE,
     ENDED,
@@ -34,6 +34,7 @@ from portal.jobs.models import (
     JobType,
     RunEnd,
     ServiceType,
+    SessionGrant,
     Status,
 )
 from portal.jobs.queries import ACTIVE_STATUSES, HISTORY_FILTERS
@@ -193,6 +194,7 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     jupyter = _jupyter(job)
     session_url = (origins.session_url(job) if jupyter and job.status in ACTIVE
                    and access.can_open_session(request.user, job) else None)  # fmt: skip
+    sharing = _sharing(request.user, job) if jupyter else None
     starting, open_at = _session_progress(request, job) if session_url else (None, "")
     if open_at and starting is None and job.holds_gpus:
         return redirect(open_at)  # launched, and the lab answers already
@@ -202,13 +204,28 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
         {"page": "jobs", "job": job, "events": events,
          "urls": job_urls(job) if job.holds_gpus and job.ports else [],
          "session_url": session_url, "starting": starting, "open_at": open_at,
+         "sharing": sharing,
          "extend": access.extend_action(request.user, job),
-         "can_stop": access.can_submit(request.user, job.project), "active_statuses": ACTIVE,
+         "can_stop": access.can_change_job(request.user, job), "active_statuses": ACTIVE,
          "service": _service(job), "waiting": _waiting(job, runs[-1] if runs else None, now),
          "chosen_run": chosen, "logs_run": chosen or (runs[-1].number if runs else None),
          "runs": [{"run": run, "duration_s": run.duration_s(now), "gpu_hours": run.gpu_hours(now)}
                   for run in runs]},
     )  # fmt: skip
+
+
+def _sharing(user, job) -> dict:
+    """What the job page shows of who may open the notebook: its live grants, whom the owner
+    may still share it with, and whether the viewer may share it or "Access server"."""
+    live = list(grants.live(job).select_related("user", "granted_by").order_by("created_at"))
+    shared = {grant.user_id for grant in live if grant.kind == SessionGrant.SHARE}
+    owner = access.can_share_session(user, job)
+    members = access.shareable_with(job) if owner else []
+    candidates = [m.user.username for m in members if m.user_id not in shared]
+    can_access = (access.can_access_server(user, job) and job.status in ACTIVE
+                  and not access.can_open_session(user, job))  # fmt: skip
+    return {"grants": live, "owner": owner, "candidates": candidates,
+            "everyone": None in shared, "can_access": can_access}  # fmt: skip
 
 
 def _jupyter(job) -> bool:
@@ -257,7 +274,7 @@ def _service(job) -> dict | None:
 def job_extend(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Extend a running job's deadlines once (the project must allow it)."""
     job = access.get_job_for(request.user, project, name)
-    if not access.can_submit(request.user, job.project):
+    if not access.can_change_job(request.user, job):
         raise PermissionDenied
     try:
         services.extend_job(job, request.user)
@@ -268,9 +285,10 @@ def job_extend(request: HttpRequest, project: str, name: str) -> HttpResponse:
 
 
 def _changeable(request: HttpRequest, project: str, name: str):
-    """The job if the user may see it (else 404) and change it (else 403)."""
+    """The job if the user may see it (else 404) and change it (else 403): its owner and the
+    project's admins (`access.can_change_job`)."""
     job = access.get_job_for(request.user, project, name)
-    if not access.can_submit(request.user, job.project):
+    if not access.can_change_job(request.user, job):
         raise PermissionDenied
     return job
 
@@ -317,3 +335,59 @@ def job_delete(request: HttpRequest, project: str, name: str) -> HttpResponse:
     services.delete_job(job, request.user)
     messages.success(request, f"Job {project}/{name} deleted.")
     return redirect("jobs")
+
+
+# --- Sharing a notebook, and an admin's access to one (issue 32 item 3) ----------------------
+
+
+@login_required
+@require_POST
+def session_share(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """The owner shares the notebook with a teammate (`username`) or the whole project
+    (`username` = "*")."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_share_session(request.user, job):
+        raise PermissionDenied("Only the notebook's owner shares it.")
+    wanted = request.POST.get("username", "").strip()
+    if wanted == "*":
+        grants.share(job, request.user)
+        messages.success(request, f"Shared with everyone who may run code in {project}.")
+    else:
+        member = access.shareable_with(job).filter(user__username=wanted).first()
+        if member is None:
+            refusal = f"{wanted or 'Nobody'} is not a researcher or admin of {project}"
+            messages.error(request, f"{refusal}: a notebook is shared with those only.")
+        else:
+            grants.share(job, request.user, member.user)
+            messages.success(request, f"Shared with {wanted}.")
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+@require_POST
+def session_unshare(request: HttpRequest, project: str, name: str, grant: int) -> HttpResponse:
+    """The owner ends a share (its open sockets close within seconds)."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_share_session(request.user, job):
+        raise PermissionDenied("Only the notebook's owner ends its shares.")
+    found = grants.live(job).filter(pk=grant, kind=SessionGrant.SHARE).first()
+    if found is None:
+        raise Http404("No such share.")
+    grants.revoke(found, request.user)
+    messages.success(request, "Share ended.")
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+@require_POST
+def session_access(request: HttpRequest, project: str, name: str) -> HttpResponse:
+    """An admin opens another's notebook: with a reason, audited, shown to its owner."""
+    job = access.get_job_for(request.user, project, name)
+    if not access.can_access_server(request.user, job):
+        raise PermissionDenied("Only cluster and project admins access another's notebook.")
+    reason = request.POST.get("reason", "").strip()
+    if not reason:
+        messages.error(request, "Say why you open this notebook: its owner will see it.")
+        return redirect("job-detail", project=project, name=name)
+    grants.admin_access(job, request.user, reason[:500])
+    return redirect(origins.session_url(job, "lab"))

@@ -2,8 +2,9 @@
 
 An HTTP reverse proxy (an async view) and a websocket proxy (a Channels consumer, for kernels).
 Both check the same thing first, through `portal.access`: the user is signed in, may see
-the job (else 404, as everywhere), and may run code in the project (researchers and admins;
-viewers get 403). Only then is the request passed on, with the server's token added, so the
+the job (else 404, as everywhere), and may open its notebook - its owner, whom it is shared
+with, or an admin during an audited access (`access.can_open_session`; others get 403). Only
+then is the request passed on, with the server's token added, so the
 token never reaches the browser and the server answers nobody who did not come through here.
 
 The agent says where the server answers (`get_agent().sessions`, the object the cycle starts
@@ -97,7 +98,10 @@ def find_session(user, project: str, name: str) -> tuple[object, Session | None]
     403 when the user may not run code in its project."""
     job = access.get_job_for(user, project, name)
     if not access.can_open_session(user, job):
-        raise PermissionDenied(f"Only {project}'s researchers and admins may open its sessions.")
+        owner = job.user.get_username() if job.user else "nobody"
+        raise PermissionDenied(f"{project}/{name} is {owner}'s notebook: it opens to others only "
+                               "when shared, or to admins through Access server on its job "
+                               "page.")  # fmt: skip
     sessions = get_agent().sessions
     return job, sessions.get(project, name) if sessions is not None else None
 
@@ -172,7 +176,7 @@ def shut_down(user, job) -> HttpResponse:
     with its event, instead of a server that exits under the job, which the cycle then reports
     as Failed. The agent stops the server as for any Stop. Those who may not stop the job (a
     teammate it was shared with) are told so, and the server keeps running."""
-    if not access.can_submit(user, job.project):
+    if not access.can_change_job(user, job):
         return HttpResponse(f"Only the owner of {job.project.name}/{job.name} or an admin of "
                             f"{job.project.name} stops this notebook.", status=403,
                             content_type="text/plain")  # fmt: skip

@@ -77,7 +77,7 @@ def still_allowed(scope, user, project: str, name: str) -> bool:
         job = access.get_job_for(user, project, name)
     except Http404:
         return False
-    return access.can_submit(user, job.project) and job.status == Status.RUNNING
+    return access.can_change_job(user, job) and job.status == Status.RUNNING
 
 
 def open_job_shell(user, project: str, name: str):
@@ -86,7 +86,7 @@ def open_job_shell(user, project: str, name: str):
         job = access.get_job_for(user, project, name)
     except Http404:
         return None, NOT_FOUND
-    if not access.can_submit(user, job.project):
+    if not access.can_change_job(user, job):
         return None, FORBIDDEN
     agent = get_agent()
     if job.status != Status.RUNNING or not agent.supports_shell:

@@ -73,6 +73,13 @@ urlpatterns = [
         name="job-session-progress",
     ),
     path("jobs/<str:project>/<str:name>/stop/", job_pages.job_stop, name="job-stop"),
+    path("jobs/<str:project>/<str:name>/share/", job_pages.session_share, name="session-share"),
+    path(
+        "jobs/<str:project>/<str:name>/share/<int:grant>/end/",
+        job_pages.session_unshare,
+        name="session-unshare",
+    ),
+    path("jobs/<str:project>/<str:name>/access/", job_pages.session_access, name="session-access"),
     path("jobs/<str:project>/<str:name>/resume/", job_pages.job_resume, name="job-resume"),
     path("jobs/<str:project>/<str:name>/delete/", job_pages.job_delete, name="job-delete"),
     path("jobs/<str:project>/<str:name>/extend/", job_pages.job_extend, name="job-extend"),

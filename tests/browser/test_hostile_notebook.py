@@ -73,7 +73,12 @@ def test_an_admin_opening_a_hostile_notebook_page_is_not_turned_against_the_port
     admin = page.context.browser.new_context()
     victim = admin.new_page()
     sign_in(victim, server, "root")
-    victim.goto(hostile)  # through the hand-off: the admin may open it
+    victim.goto(server.url + "/jobs/team-a/jupyter-bob/")  # an admin opens it only on purpose
+    victim.get_by_label("Reason").fill("bob asked me to look at his results")
+    victim.once("dialog", lambda dialog: dialog.accept())
+    victim.get_by_role("button", name="Access server").click()
+    victim.wait_for_url("**/sessions/team-a/jupyter-bob/lab**")
+    victim.goto(hostile)  # through the hand-off: the admin may open it now
     expect(victim.locator("h1")).to_have_text("Results of my experiment")
     assert urlsplit(victim.url).netloc == urlsplit(hostile).netloc
     sandboxed = victim.evaluate(ATTACK, server.url)  # Jupyter serves files/ sandboxed itself

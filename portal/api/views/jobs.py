@@ -31,7 +31,7 @@ from portal.api.fields import (
     refuse_empty,
     whole_number,
 )
-from portal.api.permissions import IsClusterAdmin, MaySubmit
+from portal.api.permissions import IsClusterAdmin, MayChangeJob
 from portal.api.serializers.analytics import AnalyticsSerializer
 from portal.api.serializers.jobs import (
     BulkJobsSerializer,
@@ -174,7 +174,7 @@ class JobDetail(JobMixin, generics.RetrieveDestroyAPIView):
     at once; its events stay, its name can be used again) - `runai delete`."""
 
     serializer_class = JobSerializer
-    permission_classes = [IsAuthenticated, MaySubmit]
+    permission_classes = [IsAuthenticated, MayChangeJob]
 
     def get_object(self) -> Job:
         return self.job()
@@ -187,7 +187,7 @@ class JobStop(JobMixin, APIView):
     """POST: end a pending or running job's run and keep the job, Stopped (its GPUs free at once,
     its events, runs and name kept) until it is resumed or deleted; 409 for a job already ended."""
 
-    permission_classes = [IsAuthenticated, MaySubmit]
+    permission_classes = [IsAuthenticated, MayChangeJob]
 
     @extend_schema(request=None, responses={200: JobSerializer})
     def post(self, request, project: str, name: str) -> Response:
@@ -199,7 +199,7 @@ class JobResume(JobMixin, APIView):
     """POST: queue a Stopped job again with the same spec (Pending, waiting from now); its next
     start is a new run. 409 for a job that is not Stopped."""
 
-    permission_classes = [IsAuthenticated, MaySubmit]
+    permission_classes = [IsAuthenticated, MayChangeJob]
 
     @extend_schema(request=None, responses={200: JobSerializer})
     def post(self, request, project: str, name: str) -> Response:
@@ -301,7 +301,7 @@ class JobShell(JobMixin, APIView):
     that is not running is a 409 naming its status.
     """
 
-    permission_classes = [IsAuthenticated, MaySubmit]
+    permission_classes = [IsAuthenticated, MayChangeJob]
 
     @extend_schema(
         request=None,
@@ -333,7 +333,7 @@ class JobExtend(JobMixin, APIView):
     """POST: push a running job's time limits and idle timeout back by the project's extension,
     once (409 when the project allows none, or it was extended already)."""
 
-    permission_classes = [IsAuthenticated, MaySubmit]
+    permission_classes = [IsAuthenticated, MayChangeJob]
 
     @extend_schema(request=None, responses={200: JobSerializer})
     def post(self, request, project: str, name: str) -> Response:

@@ -63,14 +63,23 @@ REST = [
     ("job-bulk", "post", f"{A}/jobs/bulk/",
      {"jobs": [{"project": "team-a", "name": "s1", "gpus": 1}]}, (201, 201, 403, 404)),
     ("job-detail", "get", f"{A}/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
-    ("job-detail", "delete", f"{A}/jobs/team-a/secret-run/", None, (204, 204, 403, 404)),
+    # secret-run is root's: another researcher of team-a reads it but does not change it, and
+    # bob-run is bob's (issue 32 item 3: a job is changed by its owner and the project's admins)
+    ("job-detail", "delete", f"{A}/jobs/team-a/secret-run/", None, (204, 403, 403, 404)),
     ("job-events", "get", f"{A}/jobs/team-a/secret-run/events/", None, (200, 200, 200, 404)),
     ("job-logs", "get", f"{A}/jobs/team-a/secret-run/logs/", None, (200, 200, 200, 404)),
     ("job-runs", "get", f"{A}/jobs/team-a/secret-run/runs/", None, (200, 200, 200, 404)),
-    ("job-shell", "post", f"{A}/jobs/team-a/secret-run/shell/", None, (409, 409, 403, 404)),
-    ("job-extend", "post", f"{A}/jobs/team-a/secret-run/extend/", None, (409, 409, 403, 404)),
-    ("job-stop", "post", f"{A}/jobs/team-a/secret-run/stop/", None, (200, 200, 403, 404)),
-    ("job-resume", "post", f"{A}/jobs/team-a/secret-run/resume/", None, (409, 409, 403, 404)),
+    ("job-shell", "post", f"{A}/jobs/team-a/secret-run/shell/", None, (409, 403, 403, 404)),
+    ("job-extend", "post", f"{A}/jobs/team-a/secret-run/extend/", None, (409, 403, 403, 404)),
+    ("job-stop", "post", f"{A}/jobs/team-a/secret-run/stop/", None, (200, 403, 403, 404)),
+    ("job-stop", "post", f"{A}/jobs/team-a/bob-run/stop/", None, (200, 200, 403, 404)),
+    ("job-resume", "post", f"{A}/jobs/team-a/secret-run/resume/", None, (409, 403, 403, 404)),
+    ("job-shares", "get", f"{A}/jobs/team-a/bob-run/shares/", None, (200, 200, 200, 404)),
+    ("job-shares", "post", f"{A}/jobs/team-a/bob-run/shares/", {"everyone": True},
+     (403, 201, 403, 404)),
+    ("job-share", "delete", f"{A}/jobs/team-a/bob-run/shares/999/", None, (403, 404, 403, 404)),
+    ("job-access", "post", f"{A}/jobs/team-a/bob-run/access/", {"reason": "stuck kernel"},
+     (201, 403, 403, 404)),
     ("overview", "get", f"{A}/overview/", None, (200, 200, 200, 200)),
     ("audit-list", "get", f"{A}/audit/", None, (200, 403, 403, 403)),
     ("audit-list", "get", f"{A}/audit/?format=csv", None, (200, 403, 403, 403)),
@@ -148,13 +157,19 @@ PAGES = [
      (302, 302, 403, 200)),  # the outsider: the form again, saying why
     ("jupyter-new", "get", "/jupyter/new/", None, (200, 200, 403, 200)),
     ("job-detail", "get", "/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
-    ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 302, 403, 404)),
-    ("job-resume", "post", "/jobs/team-a/secret-run/resume/", {}, (302, 302, 403, 404)),
-    ("job-delete", "post", "/jobs/team-a/secret-run/delete/", {}, (302, 302, 403, 404)),
-    ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 302, 403, 404)),
-    ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 503, 403, 404)),
+    ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 403, 403, 404)),
+    ("job-resume", "post", "/jobs/team-a/secret-run/resume/", {}, (302, 403, 403, 404)),
+    ("job-delete", "post", "/jobs/team-a/secret-run/delete/", {}, (302, 403, 403, 404)),
+    ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 403, 403, 404)),
+    ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 403, 403, 404)),
+    ("session", "get", "/sessions/team-a/bob-run/lab", None, (403, 503, 403, 404)),
+    ("session-share", "post", "/jobs/team-a/bob-run/share/", {"username": "*"},
+     (403, 302, 403, 404)),
+    ("session-unshare", "post", "/jobs/team-a/bob-run/share/999/end/", {}, (403, 404, 403, 404)),
+    ("session-access", "post", "/jobs/team-a/bob-run/access/", {"reason": "stuck kernel"},
+     (302, 403, 403, 404)),
     ("job-session-progress", "get", "/jobs/team-a/secret-run/session/", None,
-     (200, 200, 403, 404)),
+     (200, 403, 403, 404)),
 ]  # fmt: skip
 
 
@@ -164,6 +179,8 @@ def world(api, cluster_admin, nodes, team_a, team_b, member, viewer, outsider):
     for body in ({"project": "team-a", "name": "secret-run", "gpus": 1},
                  {"project": "team-b", "name": "b-run", "gpus": 1}):  # fmt: skip
         assert admin.post("/api/v1/jobs/", body, format="json").status_code == 201
+    body = {"project": "team-a", "name": "bob-run", "gpus": 1}
+    assert api(member).post("/api/v1/jobs/", body, format="json").status_code == 201
     return dict(zip(PERSONAS, (cluster_admin, member, viewer, outsider), strict=True))
 
 

@@ -175,12 +175,12 @@ def test_an_open_shell_closes_within_seconds_of_losing_access(running, member, s
             Job.objects.filter(name="sh").update(status=Status.STOPPED)
 
     async def run():
-        from asgiref.sync import sync_to_async
+        from channels.db import database_sync_to_async
 
         communicator = connect(token=token)
         connected, _ = await communicator.connect()
         assert connected
-        await sync_to_async(take_away)()
+        await database_sync_to_async(take_away)()
         while True:  # what the shell printed so far, then the close within the recheck
             message = await communicator.receive_output(timeout=3)
             if message["type"] == "websocket.close":
