@@ -96,6 +96,9 @@ LAUNCH_LAB = (
 # The watchdog's own source, run with `python -I -c`: it needs no file of the portal's
 WATCHDOG_SOURCE = Path(__file__).with_name("watchdog.py").read_text()
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+# The notebook server's configuration: the portal's, read-only to sessions (issue 32 item 1)
+SERVER_CONFIG = Path(__file__).with_name("jupyter_config")
+STEERING_PREFIX = "JUPYTER_"  # a job's variables that would steer the server: never passed
 ADMIN_PATH = firewall.ADMIN_PATH  # where useradd, userdel and iptables live
 NOLOGIN = next((p for p in ("/usr/sbin/nologin", "/sbin/nologin") if Path(p).exists()),
                "/bin/false")  # fmt: skip
@@ -139,6 +142,13 @@ def session_path(project: str, name: str) -> str:
     return f"/sessions/{project}/{name}/"
 
 
+def session_key(project: str, name: str) -> str:
+    """The one name of a job's session files: `project.name`. A dot is in no DNS label, so no
+    two (project, job) pairs share it - `project--name` did: job `vision--nb` of `ml` and job
+    `nb` of `ml--vision` had one server (issue 32 item 2)."""
+    return f"{project}.{name}"
+
+
 def session_user(project: str, name: str) -> str:
     """The system user a session of no one's runs as when the portal runs as root."""
     return USER_PREFIX + hashlib.sha256(f"{project}/{name}".encode()).hexdigest()[:12]
@@ -174,15 +184,19 @@ def session_environment(
     home: Path, token: str, environment: Mapping[str, str], user: str, python: str = ""
 ) -> dict[str, str]:
     """A session's whole environment, built from nothing: a PATH that finds its Python's tools
-    (`python`, else this one's), LANG, the job's own variables, then HOME, TMPDIR and Jupyter's
-    and IPython's directories inside the session's home, and its token. Nothing of the portal's
-    own environment."""
+    (`python`, else this one's), LANG, the job's own variables but those that steer Jupyter
+    (`JUPYTER_*`), then HOME, TMPDIR, Jupyter's data, runtime and IPython's directories inside
+    the session's home, and its token. Nothing of the portal's own environment. The server's
+    configuration comes from SERVER_CONFIG, a folder of the portal's, never from the home the
+    researcher writes to (a `jupyter_server_config.py` there weakened the server's CSP: issue
+    32 item 1); its Python runs with -I, so PYTHONPATH and the like reach its kernels only."""
     env = {"PATH": f"{Path(python or sys.executable).parent}:{SYSTEM_PATH}", "LANG": "C.UTF-8"}
-    env.update({str(key): str(value) for key, value in environment.items()})
+    env.update({str(key): str(value) for key, value in environment.items()
+                if not str(key).startswith(STEERING_PREFIX)})  # fmt: skip
     env.update({
         "HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp"),
         "JUPYTER_TOKEN": token,
-        "JUPYTER_CONFIG_DIR": str(home / ".jupyter"),
+        "JUPYTER_CONFIG_DIR": str(SERVER_CONFIG),
         "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
         "JUPYTER_RUNTIME_DIR": str(home / ".runtime"),
         "IPYTHONDIR": str(home / ".ipython"),
@@ -217,7 +231,9 @@ class LocalSessions:
         self.directory = Path(directory).absolute()
         self.workspaces = Path(workspaces or self.directory / "workspaces").absolute()
         self.python = python or sys.executable
-        self.command = tuple(command or (self.python, "-c", LAUNCH_LAB))
+        # -I: the server's Python takes nothing from the session's environment or home
+        # (PYTHONPATH, PYTHONSTARTUP, a user site): only its kernels get those (issue 32)
+        self.command = tuple(command or (self.python, "-I", "-c", LAUNCH_LAB))
         self.single_user = single_user
         self.private = tuple(Path(path).absolute() for path in private)
         self.guarded = None if guarded is None else firewall.services(*guarded)
@@ -470,6 +486,7 @@ class LocalSessions:
         """Close the sessions directory, the files in it and the `private` paths to others."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(self.directory, 0o711 if self.isolated else 0o700)
+        self._rekey()
         with os.scandir(self.directory) as entries:
             for entry in entries:  # descriptions and logs 0600, homes 0700 (earlier versions: 0644)
                 if Path(entry.path) == self.workspaces:
@@ -513,6 +530,28 @@ class LocalSessions:
                     return True
         return False
 
+    def _rekey(self) -> None:
+        """Sessions an earlier version described under `project--name` (see `session_key`)
+        take their keys: their files, and the home of a job of no one's, are renamed, so a
+        server started before the upgrade is found and stopped as before."""
+        for path in self.directory.glob("*.json"):
+            stem = path.name.removesuffix(".json")
+            session = None if "." in stem else _load(path)
+            if session is None:
+                continue
+            key = session_key(session.project, session.name)
+            for suffix in (".log", ".failed", ".owner", ".json"):  # the description last
+                old = self.directory / f"{stem}{suffix}"
+                if old.exists():
+                    os.replace(old, self.directory / f"{key}{suffix}")
+            old_home, home = self.directory / stem, self._home(session.project, session.name)
+            if old_home.is_dir() and not home.exists():
+                os.replace(old_home, home)
+                owner = self._owner(session.project, session.name)
+                if owner.home == str(old_home):
+                    _write_private(self._owner_file(session.project, session.name),
+                                   json.dumps({**owner.__dict__, "home": str(home)}))  # fmt: skip
+
     def _owner(self, project: str, name: str) -> _Owner:
         """Whose the session's home is (as recorded when it started; else, as before workspaces,
         its own home and user)."""
@@ -522,7 +561,7 @@ class LocalSessions:
             return _Owner(session_user(project, name), str(self._home(project, name)))
 
     def _owner_file(self, project: str, name: str) -> Path:
-        return self.directory / f"{project}--{name}.owner"
+        return self.directory / f"{session_key(project, name)}.owner"
 
     def _account_locked(self, account: str):
         """One start or stop at a time of the sessions that run as `account`, in every process."""
@@ -532,20 +571,20 @@ class LocalSessions:
         return _load(self._file(project, name))
 
     def _file(self, project: str, name: str) -> Path:
-        return self.directory / f"{project}--{name}.json"
+        return self.directory / f"{session_key(project, name)}.json"
 
     def _log(self, project: str, name: str) -> Path:
-        return self.directory / f"{project}--{name}.log"
+        return self.directory / f"{session_key(project, name)}.log"
 
     def _refusal(self, project: str, name: str) -> Path:
-        return self.directory / f"{project}--{name}.failed"
+        return self.directory / f"{session_key(project, name)}.failed"
 
     def _home(self, project: str, name: str) -> Path:
-        return self.directory / f"{project}--{name}"
+        return self.directory / session_key(project, name)
 
     def _locked(self, project: str, name: str):
         """One start or stop at a time of the job's session, in every process."""
-        return self._striped("job", f"{project}--{name}")
+        return self._striped("job", session_key(project, name))
 
     @contextlib.contextmanager
     def _striped(self, kind: str, key: str):

@@ -191,8 +191,8 @@ def sessions_dir():
     stopped (and its user deleted) at the end."""
     path = Path(tempfile.mkdtemp(prefix="allot-sessions-"))
     yield path
-    for owner in path.rglob("*--*.owner"):  # sessions here and in directories below
-        project, _, name = owner.name.removesuffix(".owner").partition("--")
+    for owner in path.rglob("*.*.owner"):  # sessions here and in directories below
+        project, _, name = owner.name.removesuffix(".owner").partition(".")
         LocalSessions(owner.parent).stop(project, name)
     shutil.rmtree(path, ignore_errors=True)
 

@@ -79,8 +79,8 @@ def test_a_session_starts_from_a_requirements_only_venv_with_the_project_on_no_p
     assert answer["imported"].startswith(str(app))  # the copy, not this checkout
     assert answer["python"] == requirements_python
     assert answer["failure"] is None, answer["failure"]
-    assert answer["ready"], (sessions_dir / "team-img--nb.log").read_text(errors="replace")
-    assert not (sessions_dir / "team-img--nb.json").exists()  # stopped
+    assert answer["ready"], (sessions_dir / "team-img.nb.log").read_text(errors="replace")
+    assert not (sessions_dir / "team-img.nb.json").exists()  # stopped
 
 
 def test_a_session_slow_to_start_is_container_creating_not_failed(make_sessions, session_python):

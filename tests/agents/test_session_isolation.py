@@ -29,7 +29,13 @@ import websocket
 from agents import firewall
 from agents import sessions as sessions_module
 from agents.base import JobSpec, PodSpec
-from agents.sessions import LocalSessions, SessionNotStarted, session_environment, session_user
+from agents.sessions import (
+    SERVER_CONFIG,
+    LocalSessions,
+    SessionNotStarted,
+    session_environment,
+    session_user,
+)
 from agents.simulated import SimulatedAgent
 from tests.paths import ROOT
 
@@ -234,13 +240,13 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
     run_in_kernel(b, notebook)
     assert run_in_kernel(a, "import os; print(os.environ['SEED'])").strip() == "42"
 
-    b_home = portal["sessions"] / "team-b--nb"
+    b_home = portal["sessions"] / "team-b.nb"
     paths = {
         "database": str(portal["database"]), "env": str(portal["env"]),
         "var": str(portal["var"]), "sessions": str(portal["sessions"]),
-        "own_json": str(portal["sessions"] / "team-a--nb.json"),
-        "other_json": str(portal["sessions"] / "team-b--nb.json"),
-        "other_log": str(portal["sessions"] / "team-b--nb.log"),
+        "own_json": str(portal["sessions"] / "team-a.nb.json"),
+        "other_json": str(portal["sessions"] / "team-b.nb.json"),
+        "other_log": str(portal["sessions"] / "team-b.nb.log"),
         "other_home": str(b_home), "other_notebook": str(b_home / "work" / "b.ipynb"),
         "portal_pid": os.getpid(), "other_pid": b.pid, "other_api": b.upstream,
         "postgres_port": 5432, "redis_port": 6379,
@@ -274,7 +280,7 @@ def test_a_notebook_reads_nothing_of_the_portal_or_of_another_session(portal, se
     assert (whoami["uid"], whoami["gid"]) == (account.pw_uid, account.pw_gid)
     assert whoami["groups"] in ([], [account.pw_gid])  # its own group, no other
     assert whoami["uid"] not in (0, os.getuid(), pwd.getpwnam(session_user("team-b", "nb")).pw_uid)
-    assert whoami["cwd"].startswith(str(portal["sessions"] / "team-a--nb"))
+    assert whoami["cwd"].startswith(str(portal["sessions"] / "team-a.nb"))
     assert whoami["umask"] == "0o77"
     assert "canary-b-notebook" not in printed and b.token not in printed
 
@@ -375,31 +381,34 @@ def test_the_embedded_trial_runs_notebooks_as_its_user_with_nothing_of_its_envir
     sessions = LocalSessions(sessions_dir / "s", command=dump, single_user=True)
     session = sessions.start("team-a", "nb", (("SEED", "42"),))
     assert wait(lambda: sessions.get("team-a", "nb") is None, 30)  # printed and exited
-    log = (sessions_dir / "s" / "team-a--nb.log").read_text()
+    log = (sessions_dir / "s" / "team-a.nb.log").read_text()
     environment = json.loads(log.strip().splitlines()[-1])
-    home = sessions_dir / "s" / "team-a--nb"
+    home = sessions_dir / "s" / "team-a.nb"
     assert environment == session_environment(home, session.token, {"SEED": "42"},
                                               environment["USER"])  # fmt: skip
     assert not any(secret in log for secret in CANARIES.values())
     assert stat.S_IMODE((sessions_dir / "s").stat().st_mode) == 0o700
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     for suffix in ("json", "log", "owner"):
-        assert stat.S_IMODE((sessions_dir / "s" / f"team-a--nb.{suffix}").stat().st_mode) == 0o600
+        assert stat.S_IMODE((sessions_dir / "s" / f"team-a.nb.{suffix}").stat().st_mode) == 0o600
     assert stat.S_IMODE((sessions_dir / "s" / "locks").stat().st_mode) == 0o700
     assert {path.name for path in home.iterdir()} >= {"work", "tmp", ".jupyter"}
     sessions.stop("team-a", "nb")
 
 
 def test_the_environment_is_built_from_nothing_and_the_job_cannot_move_the_home():
-    home = Path("/srv/sessions/team-a--nb")
+    home = Path("/srv/sessions/team-a.nb")
     job = {"SEED": "1", "PATH": "/opt/conda/bin:/usr/bin", "HOME": "/root",
-           "JUPYTER_TOKEN": "guess", "JUPYTER_CONFIG_DIR": "/etc"}  # fmt: skip
+           "JUPYTER_TOKEN": "guess", "JUPYTER_CONFIG_DIR": "/etc",
+           "JUPYTER_CONFIG_PATH": "work/cfg"}  # fmt: skip
     env = session_environment(home, "t0ken", job, "allot-abc")
     assert env["SEED"] == "1" and env["PATH"] == "/opt/conda/bin:/usr/bin"  # the job's own
     assert env["HOME"] == str(home) and env["JUPYTER_TOKEN"] == "t0ken"
-    assert env["JUPYTER_CONFIG_DIR"] == str(home / ".jupyter")
+    assert env["JUPYTER_CONFIG_DIR"] == str(SERVER_CONFIG)  # the portal's, not the home's
+    assert "JUPYTER_CONFIG_PATH" not in env
     assert all(value.startswith(str(home)) for key, value in env.items()
-               if key.startswith(("JUPYTER_", "IPYTHON")) and key != "JUPYTER_TOKEN")  # fmt: skip
+               if key.startswith(("JUPYTER_", "IPYTHON"))
+               and key not in ("JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR"))  # fmt: skip
     assert set(env) == {"PATH", "LANG", "SEED", "HOME", "USER", "LOGNAME", "TMPDIR",
                         "JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
                         "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"}  # fmt: skip
@@ -423,11 +432,11 @@ def test_stopping_a_session_ends_every_process_and_file_of_its_user_and_the_user
     account = pwd.getpwnam(session_user("team-a", "nb"))
     assert wait(lambda: Path(marker).exists(), 30)
     assert Path(marker).stat().st_uid == account.pw_uid
-    home = sessions_dir / "team-a--nb"
+    home = sessions_dir / "team-a.nb"
     assert (home.stat().st_uid, stat.S_IMODE(home.stat().st_mode)) == (account.pw_uid, 0o700)
     assert stat.S_IMODE(sessions_dir.stat().st_mode) == 0o711
     for suffix in ("json", "log", "owner"):
-        info = (sessions_dir / f"team-a--nb.{suffix}").stat()
+        info = (sessions_dir / f"team-a.nb.{suffix}").stat()
         assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o600), suffix
     info = (sessions_dir / "locks").stat()
     assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (os.getuid(), 0o700)

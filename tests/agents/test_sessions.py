@@ -114,3 +114,57 @@ def test_stopping_jobs_that_had_no_session_leaves_no_file_behind(make_sessions, 
     assert sessions.stop("team-e", "nb") and sessions.get("team-e", "nb") is None
     with pytest.raises(ProcessLookupError):
         os.kill(started.pid, 0)
+
+
+def test_two_jobs_whose_names_joined_alike_get_two_servers(make_sessions, sessions_dir):
+    """Issue 32 item 2: job `vision--nb` of project `ml` and job `nb` of project `ml--vision`
+    were keyed alike (`ml--vision--nb`): the second start reused the first's server, and
+    stopping the second killed the first's while its job still said Running."""
+    sessions = make_sessions()
+    first = sessions.start("ml", "vision--nb")
+    second = sessions.start("ml--vision", "nb")
+    assert second.pid != first.pid and second.base_url == "/sessions/ml--vision/nb/"
+    assert wait(lambda: sessions.ready("ml", "vision--nb") and sessions.ready("ml--vision", "nb"))
+    assert sessions.stop("ml--vision", "nb")
+    assert sessions.get("ml", "vision--nb") == first and sessions.ready("ml", "vision--nb")
+    sessions.stop("ml", "vision--nb")
+
+
+def test_a_session_an_earlier_version_started_is_found_under_its_new_key(
+    make_sessions, sessions_dir
+):
+    sessions = make_sessions()
+    started = sessions.start("team-e", "nb")
+    for suffix in (".json", ".log", ".owner"):  # as an earlier version named them
+        os.replace(sessions_dir / f"team-e.nb{suffix}", sessions_dir / f"team-e--nb{suffix}")
+    assert sessions.get("team-e", "nb") is None
+    sessions.start("team-e", "other")  # a start seals the directory, which renames them
+    assert sessions.get("team-e", "nb") == started
+    assert sessions.stop("team-e", "nb") and sessions.stop("team-e", "other")
+
+
+def test_the_server_takes_no_config_from_the_researchers_home_or_environment(
+    make_sessions, sessions_dir, tmp_path
+):
+    """Issue 32 item 1: a `jupyter_server_config.py` written into the workspace's `.jupyter`
+    (through the contents API), or in a folder the job's JUPYTER_CONFIG_PATH names, or code on
+    its PYTHONPATH, was loaded by the notebook server; none is now."""
+    marker = tmp_path / "loaded"
+    hostile = f"open({str(marker)!r}, 'a').write('config ')\n"
+    sessions = make_sessions()
+    started = sessions.start("team-e", "nb", (("JUPYTER_CONFIG_PATH", str(tmp_path / "cfg")),
+                                              ("PYTHONPATH", str(tmp_path / "py"))))  # fmt: skip
+    home = sessions_dir / "team-e.nb"
+    sessions.stop("team-e", "nb")
+    for folder in (home / ".jupyter", tmp_path / "cfg"):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "jupyter_server_config.py").write_text(hostile)
+    (tmp_path / "py").mkdir()
+    (tmp_path / "py" / "sitecustomize.py").write_text(hostile.replace("config", "code"))
+    tmp_path.chmod(0o755)
+    again = sessions.start("team-e", "nb", (("JUPYTER_CONFIG_PATH", str(tmp_path / "cfg")),
+                                            ("PYTHONPATH", str(tmp_path / "py"))))  # fmt: skip
+    assert again.pid != started.pid
+    assert wait(lambda: sessions.ready("team-e", "nb"))
+    assert not marker.exists(), marker.read_text()
+    sessions.stop("team-e", "nb")

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
+from agents.sessions import STEERING_PREFIX
 from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
 from portal.api.serializers.quantities import GpuMemoryField, QuantityField
@@ -355,6 +356,12 @@ class JobSerializer(StrictModelSerializer):
         bad = [key for key in env if not ENV_NAME.fullmatch(key)]
         if bad:
             raise serializers.ValidationError(f"invalid variable name {bad[0]!r}")
+        steering = [key for key in env if key.startswith(STEERING_PREFIX)]
+        if steering:  # the notebook server's configuration is the portal's (issue 32 item 1)
+            raise serializers.ValidationError(
+                f"{steering[0]}: variables named {STEERING_PREFIX}* steer the Jupyter server, "
+                "whose configuration the portal sets; set it inside the notebook instead"
+            )
         return env
 
     def validate_volumes(self, volumes: list[dict]) -> list[dict]:

@@ -177,3 +177,17 @@ def test_the_manifests_and_the_sessions_modules_import_one_way():
     source = Path(sessions.__file__).read_text()
     assert "manifests" not in source.split('"""', 2)[2]  # (its docstring may name it)
     assert manifests.namespace_for is names.namespace_for
+
+
+def test_every_valid_project_name_gets_a_namespace_of_its_own():
+    """Issue 32 item 2: `allot-<project>` cut at 63 characters gave two projects whose names
+    share their first 57 characters one namespace."""
+    from agents.kubernetes.names import namespace_for
+    from portal.core.validators import DNS_LABEL
+
+    first, second = "a" * 57 + "-first", "a" * 57 + "-second"
+    assert namespace_for(first) != namespace_for(second)
+    for project in (first, second, "x" * 63):
+        assert len(namespace_for(project)) <= 63 and DNS_LABEL.match(namespace_for(project))
+    assert namespace_for("team-a") == "allot-team-a"  # a name that fits keeps its namespace
+    assert namespace_for("b" * 57) == "allot-" + "b" * 57

@@ -122,3 +122,13 @@ def test_a_pod_larger_than_every_node_today_is_accepted_waits_and_says_why(
     refused = api(member).post(JOBS, job(name="absurd", gpus=65), format="json")
     assert refused.status_code == 400
     assert "no node type has that many" in str(refused.json()["gpus"])
+
+
+def test_a_variable_that_would_steer_the_notebook_server_is_refused_naming_it(api, member, nodes):
+    """Issue 32 item 1: JUPYTER_CONFIG_PATH=work/cfg in a job's environment loaded a config the
+    researcher wrote through the contents API; the server's configuration is the portal's."""
+    body = {"project": "team-a", "name": "nb", "gpus": 0.5, "type": "interactive",
+            "ports": [8888], "environment": {"JUPYTER_CONFIG_PATH": "work/cfg"}}  # fmt: skip
+    answer = api(member).post("/api/v1/jobs/", body, format="json")
+    assert answer.status_code == 400
+    assert "JUPYTER_CONFIG_PATH" in answer.json()["environment"][0]
