@@ -99,6 +99,10 @@ def server(transactional_db, tmp_path, settings, request, sessions_dir, session_
     if env["DEBUG"] == "0":  # no finders then: WhiteNoise serves what collectstatic gathered
         env["STATIC_ROOT"] = str(request.getfixturevalue("collected_static"))
     env.pop("REDIS_URL", None)
+    # The server is strict about async code as in production: the test process relaxes the
+    # check for its own ORM calls beside Playwright's loop (`chromium`), and a server that
+    # inherited that hid an audit CSV that never answered under ASGI (issue 32 item 6).
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     server = Server(port, env, tmp_path / "daphne.log")
     server.start()
     yield server

@@ -7,7 +7,6 @@ and group and a `total` row per group.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import AsyncIterator, Iterable, Iterator
 
@@ -25,6 +24,7 @@ from rest_framework.views import APIView
 from portal.api.fields import DATE_OR_TIME, refuse_empty
 from portal.api.serializers.accounting import AccountingSerializer
 from portal.api.views.jobs import CSVRenderer
+from portal.core import csvcells
 from portal.dashboards import accounting
 from portal.dashboards.accounting import Report
 
@@ -83,7 +83,7 @@ def report_for(user, params) -> Report:
 def _lines(rows: Iterable[list]) -> Iterator[str]:
     for row in rows:
         buffer = io.StringIO()
-        csv.writer(buffer).writerow(row)
+        csvcells.writer(buffer).writerow(row)
         yield buffer.getvalue()
 
 

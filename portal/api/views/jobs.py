@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 
 from django.conf import settings
@@ -39,6 +38,7 @@ from portal.api.serializers.jobs import (
     JobRunSerializer,
     JobSerializer,
 )
+from portal.core import csvcells
 from portal.core.errors import conflict
 from portal.dashboards import analytics
 from portal.dashboards.overview import build_overview, visible_projects
@@ -360,7 +360,7 @@ class CSVRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
         buffer = io.StringIO()
-        writer = csv.writer(buffer)
+        writer = csvcells.writer(buffer)
         if isinstance(data, dict) and "csv" in data:
             writer.writerows(data["csv"])
         else:  # an error body: field, reason
