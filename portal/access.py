@@ -8,12 +8,15 @@ viewer reads, researcher also submits and deletes jobs, admin also manages membe
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db.models import Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job, JobRun, SessionGrant
+from portal.jobs.redaction import redactor
 from portal.jobs.services import project_health
 from portal.tenancy.models import ApiToken, Membership, Project, Role
 
@@ -50,6 +53,15 @@ def runs_for(user) -> QuerySet[JobRun]:
     if is_cluster_admin(user):
         return JobRun.objects.all()
     return JobRun.objects.filter(project__in=projects_for(user).values("id"))
+
+
+def texts_for(user) -> Callable[[str], str]:
+    """What a scheduler's text says to `user`: other projects' jobs named as "another
+    project's job" unless they are a cluster admin (issue 32 item 7, `portal.jobs.redaction`)."""
+    if is_cluster_admin(user):
+        return redactor(None, ())
+    visible = set(projects_for(user).values_list("name", flat=True))
+    return redactor(visible, Project.objects.values_list("name", flat=True))
 
 
 def get_project_for(user, name: str) -> Project:

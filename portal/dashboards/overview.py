@@ -22,6 +22,7 @@ from portal.cluster import metrics
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, JobEvent, JobType, Status, UsageSample
 from portal.jobs.queries import with_usage
+from portal.jobs.redaction import redactor
 from portal.tenancy.models import Project
 
 JOBS_SHOWN = 1000  # per list and viewer; the totals count them all
@@ -72,16 +73,21 @@ def overview_for(full: dict, visible: frozenset[str] | None) -> dict:
     if visible is None:
         return {**full, "running": full["running"][:JOBS_SHOWN],
                 "pending": full["pending"][:JOBS_SHOWN]}  # fmt: skip
+    redact = redactor(visible, [p["name"] for p in full["projects"]])  # issue 32 item 7
     attention = {
-        panel: [job for job in jobs if job["project"] in visible]
+        panel: [{**job, "problem": redact(job["problem"])} if "problem" in job else job
+                for job in jobs if job["project"] in visible]
         for panel, jobs in full["attention"].items()
-    }
+    }  # fmt: skip
+    pending = [{**j, "pending_reason": redact(j["pending_reason"]),
+                "expected_start": redact(j.get("expected_start") or "")}
+               for j in full["pending"] if j["project"] in visible][:JOBS_SHOWN]  # fmt: skip
     return {
         **full,
         "attention": attention,
         "projects": [p for p in full["projects"] if p["name"] in visible],
         "running": [j for j in full["running"] if j["project"] in visible][:JOBS_SHOWN],
-        "pending": [j for j in full["pending"] if j["project"] in visible][:JOBS_SHOWN],
+        "pending": pending,
         "nodes": [_node_for(node, visible) for node in full["nodes"]],
     }
 

@@ -31,8 +31,10 @@ from kombu.exceptions import OperationalError
 
 from portal.celery import app
 from portal.jobs.models import JobEvent
+from portal.jobs.redaction import redactor
 from portal.notify import targets
 from portal.notify.models import NOTIFIED, Delivery, Preference, Webhook
+from portal.tenancy.models import Project
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +109,16 @@ def payload_of(event: JobEvent) -> dict:
         "job": event.job_name,
         "user": job.user.get_username() if job is not None and job.user else None,
         "status": job.status if job is not None else None,
-        "message": event.message,
+        "message": _redacted(event),
         "time": event.time.isoformat(),
     }
+
+
+def _redacted(event: JobEvent) -> str:
+    """The event's text for its project's channels: other projects' jobs unnamed (issue 32
+    item 7)."""
+    projects = Project.objects.values_list("name", flat=True)
+    return redactor({event.project.name}, projects)(event.message)
 
 
 def notify_events(event_ids: list[int]) -> None:

@@ -187,8 +187,14 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
 def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Status, placement, events with the scheduler's reasons, live logs, links and Stop."""
     job = access.get_job_for(request.user, project, name)
-    events = JobEvent.objects.filter(job=job).order_by("time", "id")
+    events = list(JobEvent.objects.filter(job=job).order_by("time", "id"))
     runs = list(JobRun.objects.filter(job=job).order_by("number").defer("logs"))
+    redact = access.texts_for(request.user)  # other projects' jobs unnamed (issue 32 item 7)
+    for event in events:
+        event.message = redact(event.message)
+    for run in runs:
+        run.reason, run.ended_by = redact(run.reason), redact(run.ended_by)
+    job.pending_reason = redact(job.pending_reason)  # shown only, never saved
     now = timezone.now()
     chosen = next((run.number for run in runs if str(run.number) == request.GET.get("run")), None)
     jupyter = _jupyter(job)

@@ -310,6 +310,9 @@ class JobSerializer(StrictModelSerializer):
                 except SkipField:
                     continue
                 data[name] = None if value is None else field.to_representation(value)
+        for name in ("pending_reason", "expected_start"):  # other projects' jobs unnamed
+            if data.get(name):
+                data[name] = redact(self, data[name])
         return data
 
     def get_user(self, job: Job) -> str | None:
@@ -472,12 +475,28 @@ def _larger_than_every_node(attrs: dict, cluster: dict) -> list[str]:
     return warnings
 
 
+def redact(serializer, text: str) -> str:
+    """`text` as the request's user may read it (`access.texts_for`), the redactor made once
+    per request and kept in the serializers' shared context."""
+    request = serializer.context.get("request")
+    if not text or request is None:
+        return text
+    if "redact" not in serializer.context:
+        serializer.context["redact"] = access.texts_for(request.user)
+    return serializer.context["redact"](text)
+
+
 class JobEventSerializer(serializers.ModelSerializer):
-    """One line of a job's history."""
+    """One line of a job's history (other projects' jobs named only to those who see them)."""
 
     class Meta:
         model = JobEvent
         fields = ["time", "kind", "message"]
+
+    def to_representation(self, event: JobEvent) -> dict:
+        data = super().to_representation(event)
+        data["message"] = redact(self, data["message"])
+        return data
 
 
 class JobRunSerializer(serializers.ModelSerializer):
@@ -496,6 +515,14 @@ class JobRunSerializer(serializers.ModelSerializer):
         fields = ["number", "started_at", "ended_at", "duration_s", "nodes", "placement", "gpus",
                   "gpu_hours", "end", "ended_by", "reason"]  # fmt: skip
         read_only_fields = fields
+
+    def to_representation(self, run: JobRun) -> dict:
+        data = super().to_representation(run)
+        data["ended_by"], data["reason"] = (
+            redact(self, data["ended_by"]),
+            redact(self, data["reason"]),
+        )
+        return data
 
     def get_duration_s(self, run: JobRun) -> float:
         return round(run.duration_s(self.context["now"]), 1)
