@@ -209,6 +209,22 @@ def shareable_with(job: Job) -> QuerySet:
     )
 
 
+HIDDEN = "(hidden)"
+
+
+def environment_for(user, job: Job) -> dict:
+    """A job's environment as `user` may read it (issue 32 item 8): its owner reads every value;
+    the project's researchers and admins (and cluster admins) every value but those marked
+    secret (`secret_environment`); viewers the names only."""
+    env = job.environment or {}
+    if user is not None and user.is_authenticated and job.user_id == user.pk:
+        return dict(env)
+    if not can_submit(user, job.project):
+        return dict.fromkeys(env, HIDDEN)
+    secret = set(job.secret_environment or ())
+    return {name: HIDDEN if name in secret else value for name, value in env.items()}
+
+
 def can_delete_workspace(user, owner: str) -> bool:
     """A user's persistent workspace in a project (their notebooks' files, issue 23) is deleted
     by that user or by a cluster admin; to anyone else it does not exist."""

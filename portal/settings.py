@@ -580,6 +580,15 @@ def envquantity(name: str, parse) -> int:
 ALLOT_DEFAULT_CPU_MILLIS = envquantity("ALLOT_DEFAULT_CPU", cpu_millis)
 ALLOT_DEFAULT_MEMORY_MIB = envquantity("ALLOT_DEFAULT_MEMORY", memory_mib)
 
+# What one researcher may queue (issue 32 item 8: two bulk requests queued 2,000 pending jobs in
+# 2.3 s and slowed every other user's overview): jobs submitted per user (single or in bulk,
+# each job counted; a 429 with Retry-After past it), pending jobs per user and per project (a 409
+# naming the cap), and the bytes of one job's environment (a 400). The benchmarks raise them.
+ALLOT_SUBMIT_RATE = envstr("ALLOT_SUBMIT_RATE", "1000/min")
+ALLOT_MAX_PENDING_PER_USER = envint("ALLOT_MAX_PENDING_PER_USER", 1000, minimum=1)
+ALLOT_MAX_PENDING_PER_PROJECT = envint("ALLOT_MAX_PENDING_PER_PROJECT", 5000, minimum=1)
+ALLOT_MAX_ENVIRONMENT_BYTES = envint("ALLOT_MAX_ENVIRONMENT_BYTES", 32 * 1024, minimum=256)
+
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes a missing or bad token a 401, not a 403
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -63,6 +63,15 @@ def _reset_connections() -> None:
 _configure_django()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache: the submission throttle's counts (issue 32 item
+    8) and the sessions' one-use tickets are kept there, and must not carry from test to test."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 # --- Personas and a small cluster --------------------------------------------------------------
 
 

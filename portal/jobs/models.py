@@ -86,6 +86,8 @@ class Job(models.Model):
     command = models.JSONField(default=list, blank=True)
     args = models.JSONField(default=list, blank=True)
     environment = models.JSONField(default=dict, blank=True)
+    # names of `environment` whose values only the job's owner reads back (issue 32 item 8)
+    secret_environment = models.JSONField(default=list, blank=True)
     ports = models.JSONField(default=list, blank=True)
     service_type = models.CharField(
         max_length=16, choices=ServiceType.choices, blank=True, default=""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
@@ -48,6 +49,7 @@ def submit_job(user, project: Project, **fields) -> Job:
     name = fields["name"]
     try:
         with transaction.atomic():  # a taken name fails the INSERT (unique project and name)
+            refuse_over_pending_caps(user, {project: 1})
             job = Job.objects.create(project=project, user=user, status=Status.PENDING, **fields)
             who = user.get_username() if user else "someone"
             record_event(job, "submitted", f"submitted by {who}: {_shape(job)}", job.submitted_at)
@@ -68,6 +70,10 @@ def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
     who = user.get_username() if user else "someone"
     try:
         with transaction.atomic():
+            wanted: dict[Project, int] = {}
+            for project, _ in entries:
+                wanted[project] = wanted.get(project, 0) + 1
+            refuse_over_pending_caps(user, wanted)
             _refuse_taken(entries)
             jobs = Job.objects.bulk_create(
                 Job(project=project, user=user, status=Status.PENDING, **fields)
@@ -82,6 +88,42 @@ def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
     except IntegrityError:  # a concurrent submission took a name between check and insert
         raise conflict("jobs", "a job of this batch was submitted meanwhile; retry") from None
     return jobs
+
+
+def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
+    """A 409 naming the cap when `wanted` more pending jobs would take `user` past
+    ALLOT_MAX_PENDING_PER_USER or a project past ALLOT_MAX_PENDING_PER_PROJECT (issue 32 item 8:
+    one researcher's 2,000 queued jobs slowed every other user's overview). The user's and the
+    projects' rows are locked first (in one order), so two submissions at once cannot both
+    pass a cap; call inside the submission's transaction."""
+    projects = sorted(wanted, key=lambda project: project.pk)
+    list(Project.objects.select_for_update().filter(pk__in=[p.pk for p in projects]).order_by("pk"))
+    pending = Job.objects.filter(status=Status.PENDING)
+    if user is not None and user.pk is not None:
+        list(type(user).objects.select_for_update().filter(pk=user.pk))
+        mine = pending.filter(user=user).count()
+        cap = settings.ALLOT_MAX_PENDING_PER_USER
+        if mine + sum(wanted.values()) > cap:
+            raise conflict(
+                "pending",
+                (
+                    f"{user.get_username()} has {mine} pending jobs and asks for "
+                    f"{sum(wanted.values())} more: at most {cap} may wait per user "
+                    "(ALLOT_MAX_PENDING_PER_USER); wait for some to start, or delete some"
+                ),
+            )
+    cap = settings.ALLOT_MAX_PENDING_PER_PROJECT
+    for project in projects:
+        waiting = pending.filter(project=project).count()
+        if waiting + wanted[project] > cap:
+            raise conflict(
+                "pending",
+                (
+                    f"{project.name} has {waiting} pending jobs and this asks for "
+                    f"{wanted[project]} more: at most {cap} may wait per project "
+                    "(ALLOT_MAX_PENDING_PER_PROJECT)"
+                ),
+            )
 
 
 def _refuse_taken(entries: list[tuple[Project, dict]]) -> None:

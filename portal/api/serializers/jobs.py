@@ -40,6 +40,7 @@ RESOURCES = {"cpu": "cpu_millis", "memory": "memory_mib", "cpu_limit": "cpu_limi
 # and lists and maps of those); the rest (times, GPUs, volumes, computed fields) go through DRF.
 STORED_AS_SHOWN = frozenset({
     "name", "type", "pods", "priority", "image", "command", "args", "environment", "ports",
+    "secret_environment",
     "service_type", "sim_duration_s", "estimate_s", "status", "placement", "pending_reason",
     "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start", *RESOURCES.values(),
 })  # fmt: skip
@@ -187,6 +188,11 @@ class JobSerializer(StrictModelSerializer):
     environment = EnvironmentField(
         child=serializers.CharField(max_length=32768, allow_blank=True), required=False
     )
+    secret_environment = serializers.ListField(
+        child=serializers.CharField(max_length=256), required=False, max_length=256,
+        help_text="names of environment variables whose values only the job's owner reads "
+        "back; the project's other members see '(hidden)', viewers see no value at all",
+    )  # fmt: skip
     ports = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=65535), max_length=16, required=False
     )
@@ -249,6 +255,7 @@ class JobSerializer(StrictModelSerializer):
             "command",
             "args",
             "environment",
+            "secret_environment",
             "ports",
             "service_type",
             "volumes",
@@ -310,6 +317,9 @@ class JobSerializer(StrictModelSerializer):
                 except SkipField:
                     continue
                 data[name] = None if value is None else field.to_representation(value)
+        request = self.context.get("request")
+        if "environment" in data and request is not None:  # as the reader may see them (item 8)
+            data["environment"] = access.environment_for(request.user, job)
         for name in ("pending_reason", "expected_start"):  # other projects' jobs unnamed
             if data.get(name):
                 data[name] = redact(self, data[name])
@@ -359,6 +369,13 @@ class JobSerializer(StrictModelSerializer):
         bad = [key for key in env if not ENV_NAME.fullmatch(key)]
         if bad:
             raise serializers.ValidationError(f"invalid variable name {bad[0]!r}")
+        size = sum(len(str(key).encode()) + len(str(value).encode()) for key, value in env.items())
+        cap = settings.ALLOT_MAX_ENVIRONMENT_BYTES
+        if size > cap:  # issue 32 item 8: ten jobs of 2.4 MB made one job list answer 24 MB
+            raise serializers.ValidationError(
+                f"{size:,} bytes of names and values: a job's environment holds at most "
+                f"{cap:,} bytes (ALLOT_MAX_ENVIRONMENT_BYTES); mount larger data as a volume"
+            )
         steering = [key for key in env if key.startswith(STEERING_PREFIX)]
         if steering:  # the notebook server's configuration is the portal's (issue 32 item 1)
             raise serializers.ValidationError(
@@ -388,6 +405,12 @@ class JobSerializer(StrictModelSerializer):
                 memory=Max("memory_mib"),
             )  # fmt: skip
         cluster = self.context["cluster_gpus"]
+        unknown = sorted(
+            set(attrs.get("secret_environment", ())) - set(attrs.get("environment", {}))
+        )
+        if unknown:
+            raise serializers.ValidationError({"secret_environment": [
+                f"{unknown[0]} is not a name of the job's environment"]})  # fmt: skip
         self._resolve_resources(attrs, cluster)
         largest, total = cluster["largest"] or 0, cluster["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)

@@ -38,6 +38,7 @@ from portal.api.serializers.jobs import (
     JobRunSerializer,
     JobSerializer,
 )
+from portal.api.throttling import SubmitLimited
 from portal.core import csvcells
 from portal.core.errors import conflict
 from portal.dashboards import analytics
@@ -109,7 +110,7 @@ STATUS_LIST = rf"^\s*(?:(?:{STATUS_NAMES})\s*)?(?:,\s*(?:(?:{STATUS_NAMES})\s*)?
         ]
     )
 )
-class JobList(generics.ListCreateAPIView):
+class JobList(SubmitLimited, generics.ListCreateAPIView):
     """GET the jobs you may see, finished ones included until the retention setting prunes them
     (filters ?project= ?status= ?type= ?user= ?since= ?until=, paginated); POST a job."""
 
@@ -132,7 +133,7 @@ class JobList(generics.ListCreateAPIView):
         return Response(serializer.data, status=status.HTTP_201_CREATED)  # its fields, built once
 
 
-class JobBulk(APIView):
+class JobBulk(SubmitLimited, APIView):
     """POST many jobs at once (a sweep, `allot submit --from FILE`): all are stored Pending, or
     none. Each job is checked as `POST /api/v1/jobs/` checks it; errors name the failing jobs by
     their index: `{"jobs": {"1": {"gpus": ["must be greater than 0"]}}}`."""
