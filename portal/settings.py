@@ -541,6 +541,12 @@ ALLOT_OIDC_SCOPES = envstr("ALLOT_OIDC_SCOPES", "openid profile email groups")
 ALLOT_OIDC_GROUPS_CLAIM = envstr("ALLOT_OIDC_GROUPS_CLAIM", "groups")
 ALLOT_OIDC_USERNAME_CLAIM = envstr("ALLOT_OIDC_USERNAME_CLAIM", "preferred_username")
 ALLOT_OIDC_PROVIDER_NAME = envstr("ALLOT_OIDC_PROVIDER_NAME", "single sign-on")  # on the button
+# How the portal proves itself at the provider's token endpoint: client_secret_basic (the id and
+# secret form-encoded, then in the Basic header, RFC 6749 2.3.1) or client_secret_post; empty:
+# the first of those the provider advertises (token_endpoint_auth_methods_supported).
+ALLOT_OIDC_TOKEN_AUTH_METHOD = envchoice(
+    "ALLOT_OIDC_TOKEN_AUTH_METHOD", "", ("", "client_secret_basic", "client_secret_post")
+)
 ALLOT_LOCAL_LOGIN = envbool("ALLOT_LOCAL_LOGIN", True)
 if ALLOT_OIDC_ISSUER and not (ALLOT_OIDC_CLIENT_ID and ALLOT_OIDC_CLIENT_SECRET):
     raise ImproperlyConfigured(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.http import Http404
 from django.utils import timezone
@@ -100,7 +101,7 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     list(Project.objects.select_for_update().filter(pk__in=[p.pk for p in projects]).order_by("pk"))
     pending = Job.objects.filter(status=Status.PENDING)
     if user is not None and user.pk is not None:
-        list(type(user).objects.select_for_update().filter(pk=user.pk))
+        list(get_user_model().objects.select_for_update().filter(pk=user.pk))
         mine = pending.filter(user=user).count()
         cap = settings.ALLOT_MAX_PENDING_PER_USER
         if mine + sum(wanted.values()) > cap:

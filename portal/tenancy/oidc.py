@@ -15,11 +15,14 @@ memberships added by hand are never touched.
 
 from __future__ import annotations
 
+import base64
 import logging
 from dataclasses import dataclass
 from functools import lru_cache
+from urllib.parse import quote_plus
 
 from authlib.integrations.django_client import OAuth
+from authlib.oauth2.auth import encode_client_secret_post
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
@@ -70,10 +73,47 @@ def _client(issuer: str, client_id: str, secret: str, scopes: str):
         client_kwargs={
             "scope": scopes,
             "code_challenge_method": "S256",
-            "token_endpoint_auth_method": "client_secret_basic",
+            "token_endpoint_auth_method": authenticate_client,
             "default_timeout": TIMEOUT_S,
         },
     )
+
+
+def basic_credentials(client, method, uri, headers, body):
+    """client_secret_basic as RFC 6749 (2.3.1) asks: the client id and secret each
+    form-urlencoded, then joined and base64-encoded into the Basic header. Authlib encodes them
+    as they are, so a secret with `+` (as `openssl rand -base64 32` makes) arrived at Dex as a
+    space and every sign-in failed (issue 32 item 9)."""
+    text = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret or '')}"
+    headers["Authorization"] = "Basic " + base64.b64encode(text.encode()).decode("ascii")
+    return uri, headers, body
+
+
+SUPPORTED_AUTH = {"client_secret_basic": basic_credentials,
+                  "client_secret_post": encode_client_secret_post}  # fmt: skip
+
+
+def token_auth_method() -> str:
+    """ALLOT_OIDC_TOKEN_AUTH_METHOD, else the first of the provider's advertised methods Allot
+    supports (basic first; OpenID Discovery's default when it advertises none); SignInRefused
+    when it supports none of them, naming what it does support."""
+    if settings.ALLOT_OIDC_TOKEN_AUTH_METHOD:
+        return settings.ALLOT_OIDC_TOKEN_AUTH_METHOD
+    offered = provider_metadata().get("token_endpoint_auth_methods_supported") or [
+        "client_secret_basic"
+    ]
+    for method in SUPPORTED_AUTH:
+        if method in offered:
+            return method
+    raise SignInRefused(
+        f"the identity provider takes client credentials as {', '.join(map(str, offered))}; "
+        "Allot sends client_secret_basic or client_secret_post (ALLOT_OIDC_TOKEN_AUTH_METHOD)"
+    )
+
+
+def authenticate_client(client, method, uri, headers, body):
+    """Authlib's client authentication for the token endpoint, by `token_auth_method`."""
+    return SUPPORTED_AUTH[token_auth_method()](client, method, uri, headers, body)
 
 
 def provider_metadata() -> dict:

@@ -38,6 +38,7 @@ import httpx
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -419,7 +420,11 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
             user = self.scope.get("user")
             if user is None or not user.is_authenticated:
                 return None
-            return lambda: _live_session(find_session(user, project, name)[0])
+            def allowed_here():  # the user as stored now (deactivated, no longer staff)
+                fresh = get_user_model().objects.get(pk=user.pk, is_active=True)
+                return _live_session(find_session(fresh, project, name)[0])
+
+            return allowed_here
         key = sessions_origin.key_of(host)
         if key is None:  # the portal's own host serves no session sockets then
             return None

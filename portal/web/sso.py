@@ -109,16 +109,27 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
             claims.update(oidc.groups_from_userinfo(token, claims.get("sub")))
     except (OAuthError, JoseError, ValueError) as exc:
         reason = _token_refusal(exc)
-        log.warning("single sign-on refused from %s: %s", request.META.get("REMOTE_ADDR"), reason)
-        user_login_failed.send(sender=__name__, credentials={"username": None}, request=request)
-        return _refused(request, f"Single sign-on failed: {reason}.", 400)
+        if not (isinstance(exc, OAuthError) and exc.error in PROVIDER_FAILURES):  # the person's
+            log.warning("single sign-on refused from %s: %s", request.META.get("REMOTE_ADDR"),
+                        reason)  # fmt: skip
+            user_login_failed.send(sender=__name__, credentials={"username": None},
+                                   request=request)  # fmt: skip
+            return _refused(request, f"Single sign-on failed: {reason}.", 400)
+        # The provider or the portal's configuration failed (e.g. invalid_client: a secret or
+        # method it does not take), not the person: never counted against their address, which
+        # locked everyone's password sign-in out for 15 minutes (issue 32 item 9).
+        log.error("single sign-on: the identity provider refused the portal's request (%s); "
+                  "check ALLOT_OIDC_CLIENT_ID, ALLOT_OIDC_CLIENT_SECRET and "
+                  "ALLOT_OIDC_TOKEN_AUTH_METHOD", reason)  # fmt: skip
+        return _refused(request, f"Single sign-on failed: {reason}. This is the portal's or the "
+                                 "identity provider's fault, not yours: tell an admin.",
+                        502)  # fmt: skip
     except requests.RequestException as exc:
         log.error("single sign-on: the identity provider cannot be reached: %s", exc)
         return _refused(request, "The identity provider cannot be reached: try again later.", 502)
-    except oidc.SignInRefused as exc:
-        log.warning("single sign-on refused: %s", exc)
-        user_login_failed.send(sender=__name__, credentials={"username": None}, request=request)
-        return _refused(request, f"Single sign-on failed: {exc}.", 403)
+    except oidc.SignInRefused as exc:  # the provider's configuration: not counted either
+        log.error("single sign-on: %s", exc)
+        return _refused(request, f"Single sign-on failed: {exc}.", 502)
     try:
         user = auth.authenticate(request, oidc_claims=claims)
     except oidc.SignInRefused as exc:
@@ -134,6 +145,14 @@ def sso_callback(request: HttpRequest) -> HttpResponse:
     auth.login(request, user)
     request.session[SESSION_ID_TOKEN] = token.get("id_token", "")
     return redirect(request.session.pop(SESSION_NEXT, "") or settings.LOGIN_REDIRECT_URL)
+
+
+# What the provider answers when the portal's client or the provider is at fault, not the person
+# (RFC 6749 5.2): never counted against their address.
+PROVIDER_FAILURES = frozenset({
+    "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope",
+    "server_error", "temporarily_unavailable",
+})  # fmt: skip
 
 
 def _token_refusal(exc: Exception) -> str:
