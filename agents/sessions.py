@@ -197,6 +197,10 @@ def session_environment(
         "HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp"),
         "JUPYTER_TOKEN": token,
         "JUPYTER_CONFIG_DIR": str(SERVER_CONFIG),
+        # JupyterLab's own state (JSON, never code), which it keeps under the config dir by
+        # default: in the home, where it is the researcher's and the lab can write it
+        "JUPYTERLAB_SETTINGS_DIR": str(home / ".jupyter" / "lab" / "user-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / ".jupyter" / "lab" / "workspaces"),
         "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter"),
         "JUPYTER_RUNTIME_DIR": str(home / ".runtime"),
         "IPYTHONDIR": str(home / ".ipython"),
@@ -521,8 +525,8 @@ class LocalSessions:
 
     def _in_use(self, value: str, field: str, besides: tuple[str, str] | None = None) -> bool:
         """True when a live session other than `besides` has `value` as its owner's `field`."""
-        for path in self.directory.glob("*--*.owner"):
-            project, _, name = path.name.removesuffix(".owner").partition("--")
+        for path in self.directory.glob("*.*.owner"):
+            project, _, name = path.name.removesuffix(".owner").partition(".")
             if (project, name) == besides or self.get(project, name) is None:
                 continue
             with contextlib.suppress(OSError, ValueError, TypeError):

@@ -22,19 +22,6 @@ import sys
 from pathlib import Path
 
 USAGE = "usage: python -I -c SOURCE --parent PID -- COMMAND ..."
-# JupyterLab's page, lighter (issue 24 item 1: a lab usable in seconds): no build check (the
-# server spends seconds of CPU on /lab/api/build at every page load, slowing the page's other
-# requests, and a session cannot rebuild JupyterLab anyway) and no language-server client (the
-# sessions run no language servers: it only asks /lsp/status and logs its 404).
-PAGE_CONFIG = {
-    "buildCheck": False,
-    "buildAvailable": False,
-    "disabledExtensions": {
-        "@jupyterlab/lsp-extension": True,
-        "@jupyterlab/fileeditor-extension:language-server": True,  # (they need the client)
-        "@jupyterlab/notebook-extension:language-server": True,
-    },
-}
 
 
 def alive(pid: int) -> bool:
@@ -68,8 +55,8 @@ def prepare_home() -> None:
     (folder / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    Path(".jupyter", "labconfig").mkdir(parents=True, exist_ok=True)
-    Path(".jupyter", "labconfig", "page_config.json").write_text(json.dumps(PAGE_CONFIG))
+    # JupyterLab's lighter page (no build check, no language-server client: issue 24 item 1)
+    # is the portal's agents/jupyter_config/labconfig/page_config.json, not the home's
 
 
 def watch(parent: int, command: list[str], poll_s: float = 1.0) -> int:

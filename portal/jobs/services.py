@@ -9,8 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.http import Http404
 from django.utils import timezone
 
@@ -94,14 +93,18 @@ def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
 def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     """A 409 naming the cap when `wanted` more pending jobs would take `user` past
     ALLOT_MAX_PENDING_PER_USER or a project past ALLOT_MAX_PENDING_PER_PROJECT (issue 32 item 8:
-    one researcher's 2,000 queued jobs slowed every other user's overview). The user's and the
-    projects' rows are locked first (in one order), so two submissions at once cannot both
-    pass a cap; call inside the submission's transaction."""
+    one researcher's 2,000 queued jobs slowed every other user's overview). Submissions of one
+    user and of one project take a lock of their own first (PostgreSQL advisory locks, held to
+    the end of the transaction, in one order; SQLite has one writer at a time anyway), so two
+    at once cannot both pass a cap - and never the rows' locks, which a scheduling cycle holds
+    while it commits (a submission during a cycle returns at once); call inside the
+    submission's transaction."""
     projects = sorted(wanted, key=lambda project: project.pk)
-    list(Project.objects.select_for_update().filter(pk__in=[p.pk for p in projects]).order_by("pk"))
     pending = Job.objects.filter(status=Status.PENDING)
     if user is not None and user.pk is not None:
-        list(get_user_model().objects.select_for_update().filter(pk=user.pk))
+        _serialize(USER_LOCKS, [user.pk])
+    _serialize(PROJECT_LOCKS, [project.pk for project in projects])
+    if user is not None and user.pk is not None:
         mine = pending.filter(user=user).count()
         cap = settings.ALLOT_MAX_PENDING_PER_USER
         if mine + sum(wanted.values()) > cap:
@@ -125,6 +128,18 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
                     "(ALLOT_MAX_PENDING_PER_PROJECT)"
                 ),
             )
+
+
+USER_LOCKS, PROJECT_LOCKS = 32081, 32082  # advisory lock spaces of the pending caps
+
+
+def _serialize(space: int, ids: list[int]) -> None:
+    """Take PostgreSQL's transaction advisory locks (`space`, id) for `ids`, in order."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for ident in sorted(ids):
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [space, ident])
 
 
 def _refuse_taken(entries: list[tuple[Project, dict]]) -> None:

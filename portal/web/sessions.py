@@ -420,6 +420,7 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
             user = self.scope.get("user")
             if user is None or not user.is_authenticated:
                 return None
+
             def allowed_here():  # the user as stored now (deactivated, no longer staff)
                 fresh = get_user_model().objects.get(pk=user.pk, is_active=True)
                 return _live_session(find_session(fresh, project, name)[0])

@@ -411,7 +411,8 @@ def test_the_environment_is_built_from_nothing_and_the_job_cannot_move_the_home(
                and key not in ("JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR"))  # fmt: skip
     assert set(env) == {"PATH", "LANG", "SEED", "HOME", "USER", "LOGNAME", "TMPDIR",
                         "JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
-                        "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"}  # fmt: skip
+                        "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "JUPYTERLAB_SETTINGS_DIR",
+                        "JUPYTERLAB_WORKSPACES_DIR"}  # fmt: skip
 
 
 @as_root

@@ -125,7 +125,7 @@ def test_a_workspace_is_deleted_on_request_and_not_while_a_session_uses_it(sessi
 
 def test_a_job_of_no_one_gets_a_home_of_its_own_removed_when_it_stops(sessions, sessions_dir):
     sessions.start("team-a", "anon")
-    home = sessions_dir / "team-a--anon"
+    home = sessions_dir / "team-a.anon"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (home / "work").is_dir():
         time.sleep(0.1)

@@ -41,7 +41,7 @@ def test_a_viewer_opening_a_session_gets_the_portals_403(page, server, member, v
     response = page.goto(server.url + "/sessions/team-a/nb/lab")
     assert response.status == 403
     expect(page.locator("h1")).to_have_text("Not allowed")
-    expect(page.locator("#error-message")).to_contain_text("researchers and admins")
+    expect(page.locator("#error-message")).to_contain_text("is bob's notebook")
     expect(page.get_by_role("link", name="Go to the overview")).to_be_visible()
     page.screenshot(path=artifacts / "error-403.png", full_page=True)
 

@@ -37,8 +37,9 @@ def test_on_a_phone_why_it_waits_expected_start_and_event_details_are_on_screen(
     reason = page.locator("#pending tbody td.reason").first
     expect(reason).to_be_visible()
     _on_screen(reason, PHONE["width"])
-    assert reason.get_attribute("data-label") == "Why it waits"
+    expect(reason).to_have_attribute("data-label", "Why it waits")
     expected = page.locator('#pending tbody td[data-label="Expected start"]').first
+    expect(expected).to_be_visible()  # labelled as the live table is drawn
     _on_screen(expected, PHONE["width"])
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     page.screenshot(path=artifacts / "phone-overview-pending.png", full_page=True)

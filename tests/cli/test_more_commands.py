@@ -150,7 +150,7 @@ def test_bash_is_refused_to_a_viewer(allot):  # noqa: F811
     env = dict(allot.env, ALLOT_TOKEN=issue_token(vera, "test")[1])
     refused = run(env, "bash", "shelly", "-p", "team-a")
     assert refused.returncode == 1 and "Traceback" not in refused.stderr
-    assert "Only the project's researchers and admins may change its jobs." in refused.stderr
+    assert "Only the job's owner and the project's admins may change it." in refused.stderr
 
 
 def test_bash_says_plainly_when_the_portal_cannot_open_the_websocket(allot, monkeypatch):  # noqa: F811

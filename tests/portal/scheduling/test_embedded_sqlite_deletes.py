@@ -39,11 +39,20 @@ class Portal:
 
     def __init__(self, var: Path):
         self.env = dict(
-            os.environ, DATABASE_URL=f"sqlite:///{var / 'allot.sqlite3'}", PYTHONPATH=str(ROOT),
-            ALLOT_EMBEDDED_CYCLE="1", ALLOT_SIM_START_DELAY_S="0", ALLOT_SIM_JUPYTER="0",
-            ALLOT_SESSIONS_DIR=str(var / "sessions"), DEBUG="0", SECURE_SSL_REDIRECT="0",
-            ALLOWED_HOSTS="127.0.0.1", SECRET_KEY="embedded-sqlite-test-" + "x" * 40,
-        )  # fmt: skip
+            os.environ,
+            DATABASE_URL=f"sqlite:///{var / 'allot.sqlite3'}",
+            PYTHONPATH=str(ROOT),
+            ALLOT_EMBEDDED_CYCLE="1",
+            ALLOT_SIM_START_DELAY_S="0",
+            ALLOT_SIM_JUPYTER="0",
+            ALLOT_SESSIONS_DIR=str(var / "sessions"),
+            DEBUG="0",
+            SECURE_SSL_REDIRECT="0",
+            ALLOWED_HOSTS="127.0.0.1",
+            SECRET_KEY="embedded-sqlite-test-" + "x" * 40,
+            ALLOT_SUBMIT_RATE="1000000/min",
+            ALLOT_MAX_PENDING_PER_USER="1000000",
+        )  # fmt: skip  (a load of one user's jobs, past the per-user limits of issue 32)
         self.env.pop("REDIS_URL", None)
         self.log = var / "daphne.log"
         self.manage("migrate", "--noinput")
