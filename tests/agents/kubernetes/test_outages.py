@@ -1,0 +1,56 @@
+"""The Kubernetes agent through an outage of the API server (issue 40): the requests in flight
+when it goes away fail together, and together they are one failure, not one each - the agent
+backs off once per outage, so work resumes within a second or two of the server answering."""
+
+from __future__ import annotations
+
+import threading
+
+from agents.kubernetes import agent as agent_module
+from tests.agents.kubernetes.conftest import make_agent
+from tests.agents.kubernetes.test_agent import NS, job
+
+
+def test_requests_failing_together_back_off_once(cluster, clock, monkeypatch):
+    agent = make_agent(cluster, clock, concurrency=16)
+    in_flight = threading.Barrier(16, timeout=10)
+    start_job = agent_module.pods.start_job
+    outage = {"on": True}
+
+    def refused(*args, **kwargs):
+        if not outage["on"]:
+            return start_job(*args, **kwargs)
+        in_flight.wait()  # all 16 requests are on the wire when the server goes
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(agent_module.pods, "start_job", refused)
+    try:
+        agent.carry_out((), [job(f"j{i}") for i in range(16)])
+        assert "retrying in 1 s" in agent.problem, agent.problem  # not 2 ** 15 capped at 60
+        outage["on"] = False  # the server answers again
+        clock.now += 1
+        agent.observe()
+        assert all((NS, f"j{i}-0") in cluster.pods for i in range(16))
+        assert agent.problem == ""
+    finally:
+        agent.close()
+
+
+def test_an_outage_that_lasts_still_waits_longer_each_attempt(cluster, clock, monkeypatch):
+    agent = make_agent(cluster, clock, concurrency=4)
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(agent_module.pods, "start_job", refused)
+    try:
+        agent.carry_out((), [job(f"j{i}") for i in range(4)])
+        assert "retrying in 1 s" in agent.problem
+        clock.now += 1
+        agent.carry_out((), ())
+        assert "retrying in 2 s" in agent.problem  # a new attempt failed: a longer wait
+        clock.now += 2
+        agent.carry_out((), ())
+        assert "retrying in 4 s" in agent.problem
+    finally:
+        agent.close()
