@@ -1,11 +1,14 @@
 """The Kubernetes agent through an outage of the API server (issue 40): the requests in flight
 when it goes away fail together, and together they are one failure, not one each - the agent
-backs off once per outage, so work resumes within a second or two of the server answering."""
+backs off once per outage, so work resumes within a second or two of the server answering. And a
+fresh agent (a restarted worker) carries out a move of a job another process started."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
+from agents.base import PodSpec
 from agents.kubernetes import agent as agent_module
 from tests.agents.kubernetes.conftest import make_agent
 from tests.agents.kubernetes.test_agent import NS, job
@@ -54,3 +57,24 @@ def test_an_outage_that_lasts_still_waits_longer_each_attempt(cluster, clock, mo
         assert "retrying in 4 s" in agent.problem
     finally:
         agent.close()
+
+
+def test_a_fresh_agent_carries_out_a_move_of_a_job_it_did_not_start(cluster, clock):
+    """Issue 40 defect 1: the job's pod is there, bound to its old node; the new process's
+    start used to take the 409 as done, and the portal gave the old GPU to another job."""
+    first = make_agent(cluster, clock)
+    first.start(job(devices=(0,)))
+    first.close()  # the worker that started it dies
+    assert cluster.pods[(NS, "train-0")]["spec"]["nodeName"] == "dgx1-1"
+    fresh = make_agent(cluster, clock)
+    moved = dataclasses.replace(job(), placement=(PodSpec("dgx1-2", (3,), 1.0),))
+    try:
+        fresh.start(moved)
+        assert (NS, "train-0") in cluster.deleted  # the old pod went, not taken as the start
+        clock.now += 1
+        fresh.observe()
+        made = cluster.pods[(NS, "train-0")]
+        assert made["spec"]["nodeName"] == "dgx1-2"
+        assert made["metadata"]["annotations"]["allot.io/devices"] == "3"
+    finally:
+        fresh.close()
