@@ -155,8 +155,10 @@ def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
     ours = pod["metadata"].get("annotations") or {}
     bound_to = (existing.get("spec") or {}).get("nodeName")
     if bound_to:
-        if bound_to == ours.get("allot.io/node") and all(
-            theirs.get(key) == ours.get(key) for key in PLACED
+        placed = "allot.io/node" in ours  # a job's pod; a reservation pod carries no plan
+        if not placed or (
+            bound_to == ours["allot.io/node"]
+            and all(theirs.get(key) == ours.get(key) for key in PLACED)
         ):
             return False
         delete_pod(core, namespace, name, grace_period_s=0)
