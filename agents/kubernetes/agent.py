@@ -187,6 +187,8 @@ class KubernetesAgent:
     def observe(self) -> Observation:
         """Every job this agent runs or sees, and the GPU nodes (see the module docstring)."""
         self.watcher.start()
+        if not self._backing_off():  # a fresh agent's first view waits for the first list
+            self.watcher.synced.wait(min(10, self.config.watch_timeout_s))
         now = self.clock()
         if self._backing_off():
             return self._observation(now, self._nodes_offline())
@@ -508,7 +510,9 @@ class KubernetesAgent:
     def _observation(self, now: datetime, nodes: tuple[NodeStatus, ...],
                      usage: dcgm.GpuUtilization | None = None) -> Observation:  # fmt: skip
         jobs = self._job_statuses(usage) if not self.problem else self._as_last_seen()
-        return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem)
+        synced = not self.problem and self.watcher.synced.is_set() and not self.watcher.error
+        return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem,
+                           synced=synced)  # fmt: skip
 
     def _nodes_offline(self) -> tuple[NodeStatus, ...]:
         return ()  # nothing is known: the portal keeps the nodes as they were

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 
 from agents.base import PodSpec
 from agents.kubernetes import agent as agent_module
@@ -78,3 +79,19 @@ def test_a_fresh_agent_carries_out_a_move_of_a_job_it_did_not_start(cluster, clo
         assert made["metadata"]["annotations"]["allot.io/devices"] == "3"
     finally:
         fresh.close()
+
+
+def test_the_observation_says_whether_it_is_synced(agent, cluster, clock):
+    """Issue 40 defect 2: a view before the watch has listed, or while the server is away, may
+    leave out pods that hold GPUs; the agent says so."""
+    agent.start(job())
+    assert agent.watcher.wait_for(cluster.rv)
+    assert agent.observe().synced
+    cluster.go_down()
+    assert not agent.observe().synced  # backing off: jobs as last seen, not the cluster
+    cluster.come_up()
+    clock.now += 1
+    deadline = time.monotonic() + 10
+    while not agent.observe().synced:  # the watch, woken, lists again
+        assert time.monotonic() < deadline, agent.observe().problem
+        time.sleep(0.05)
