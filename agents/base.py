@@ -139,6 +139,11 @@ class Observation:
 
     `problem` says why the agent could not look (the API server is unreachable): the jobs are
     then as last seen and `nodes` is empty, which means "unknown", not "gone".
+
+    `synced` is False when the view may be partial (the agent has not listed the cluster since
+    it started, or its watch is failing, or it is backing off): the portal then decides
+    nothing on it, since pods it does not see may still hold GPUs (issue 40). The simulated
+    agent is always synced.
     """
 
     at: datetime
@@ -146,6 +151,7 @@ class Observation:
     nodes: tuple[NodeStatus, ...] = ()
     simulated: bool = False
     problem: str = ""
+    synced: bool = True
 
 
 class NoShell(RuntimeError):

@@ -6,7 +6,8 @@ node. If any step fails, every pod of the job created so far is deleted again, s
 runs in part; the error is raised for the caller (the agent retries with the next cycle).
 Creating what already exists (409 AlreadyExists) counts as done, so a start may be repeated
 (a pod its creator died before binding is bound now), unless the pod there is still terminating
-(a previous run's): that is retried later. A pod
+(a previous run's): that is retried later. A pod that is there and bound where an earlier
+plan put it (a move another process did not carry out) is deleted and the start retried. A pod
 created in a namespace whose service account is not there yet is retried at once a few times
 (issue 25 item 5).
 
@@ -131,6 +132,12 @@ def _create_pod_once(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
 PLACED = ("allot.io/node", "allot.io/devices", "allot.io/share")
 
 
+class Misplaced(faults.Retry):
+    """The job's pod is there, bound where an earlier plan put it: a move that the process
+    which started the job did not live to carry out (issue 40). It is deleted; the start is
+    tried again once it is gone, on the plan's node and devices."""
+
+
 def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
     """Whether the pod already there is to be bound; a terminating one, or an unbound one
     placed otherwise (an earlier plan's), is a reason to try again later."""
@@ -144,10 +151,22 @@ def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
     existing = json.loads(answer.data) or {}
     if (existing.get("metadata") or {}).get("deletionTimestamp"):
         raise faults.Retry(f"pod {namespace}/{name} of an earlier run is still terminating")
-    if (existing.get("spec") or {}).get("nodeName"):
-        return False
     theirs = (existing.get("metadata") or {}).get("annotations") or {}
     ours = pod["metadata"].get("annotations") or {}
+    bound_to = (existing.get("spec") or {}).get("nodeName")
+    if bound_to:
+        placed = "allot.io/node" in ours  # a job's pod; a reservation pod carries no plan
+        if not placed or (
+            bound_to == ours["allot.io/node"]
+            and all(theirs.get(key) == ours.get(key) for key in PLACED)
+        ):
+            return False
+        delete_pod(core, namespace, name, grace_period_s=0)
+        raise Misplaced(
+            f"pod {namespace}/{name} runs on {bound_to} devices "
+            f"{theirs.get('allot.io/devices', '?')}, the plan says {ours.get('allot.io/node')} "
+            f"devices {ours.get('allot.io/devices')}: deleted, to be created there"
+        )
     if any(theirs.get(key) != ours.get(key) for key in PLACED):
         delete_pod(core, namespace, name, grace_period_s=0)
         raise faults.Retry(f"pod {namespace}/{name} of an earlier plan was never bound: replaced")
@@ -184,12 +203,18 @@ def _start(core: client.CoreV1Api, job: JobSpec, made: list[dict], namespaces: N
     for node, device in manifests.shared_devices(job):
         reserve(core, node, device, namespaces)
     created: list[str] = []
+    misplaced: list[Misplaced] = []  # every old pod of a gang goes in one attempt
     try:
         for pod in made:
             name = pod["metadata"]["name"]
-            if create_pod(core, namespace, pod):
-                created.append(name)
-                bind(core, namespace, name, pod["metadata"]["annotations"]["allot.io/node"])
+            try:
+                if create_pod(core, namespace, pod):
+                    created.append(name)
+                    bind(core, namespace, name, pod["metadata"]["annotations"]["allot.io/node"])
+            except Misplaced as exc:
+                misplaced.append(exc)
+        if misplaced:
+            raise misplaced[0]
     except Exception:
         for name in created:
             delete_pod(core, namespace, name, grace_period_s=0)

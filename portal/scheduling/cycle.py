@@ -45,9 +45,10 @@ _process_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class CycleResult:
-    """What one cycle did. `status`: done, busy (another cycle holds the lock) or conflict."""
+    """What one cycle did. `status`: done, busy (another cycle holds the lock), conflict, or
+    unsynced (the agent's view of the cluster may be partial: nothing decided, nothing told)."""
 
-    status: Literal["done", "busy", "conflict"]
+    status: Literal["done", "busy", "conflict", "unsynced"]
     decisions: tuple[Decision, ...] = ()
     transitions: tuple[Transition, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
@@ -74,7 +75,12 @@ def run_cycle(
         metrics.store_observation(observation)
         past_usage.warm(observation.at)  # R2.9's runs summed here, outside the lock, once a minute
         observed_s = perf_counter() - lap
-        result = _decide(agent, observation, wait, policy or eta.current_policy())
+        if observation.synced:
+            result = _decide(agent, observation, wait, policy or eta.current_policy())
+        else:  # pods it does not see may hold GPUs: no stop, start or move on this view
+            message = observation.problem or "the agent's view of the cluster is not synced"
+            logger.warning("scheduling cycle skipped: %s", message)
+            result = CycleResult("unsynced", message=message)
         result.timings["observe_s"] = observed_s
         if result.status == "done":
             lap = perf_counter()

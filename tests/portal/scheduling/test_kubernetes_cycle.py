@@ -9,6 +9,8 @@ and the overview says so; a 500 in the middle of a gang leaves no pod of it.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.test import override_settings
 
@@ -149,20 +151,25 @@ def test_job_states_follow_pod_phases_with_the_reason_in_the_events(k8s, agent, 
     assert job_pods(fake) == {}
 
 
-def test_an_unreachable_api_server_keeps_submissions_and_planning(k8s, agent, fake, monotonic):
+def test_an_unreachable_api_server_keeps_submissions_and_plans_once_synced(
+    k8s, agent, fake, monotonic
+):
     k8s.project("team-a", 4)
     k8s.cycle()
     fake.go_down()
     k8s.submit("team-a", "queued", 2)  # accepted: the database is the source of truth
-    result = k8s.cycle()
-    assert result.status == "done" and [d.kind for d in result.decisions] == ["start"]
-    assert k8s.job("team-a", "queued").status == Status.CONTAINER_CREATING
+    result = k8s.cycle()  # a partial view decides nothing: unseen pods may hold GPUs (issue 40)
+    assert result.status == "unsynced" and not result.decisions
+    assert k8s.job("team-a", "queued").status == Status.PENDING
     problem = build_full_overview()["cluster_problem"]
     assert problem.startswith("Kubernetes API server unreachable")
     assert Node.objects.filter(ready=True).count() == 2  # unknown is not gone
     fake.come_up()
     monotonic.now += 60
-    k8s.cycle()
+    deadline = time.monotonic() + 10
+    while k8s.cycle().status == "unsynced":  # until the watch, woken, has listed again
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     assert job_pods(fake) == {("team-a", "queued-0"): "dgx1-1"}
     assert agent.watcher.wait_for(fake.rv)
     k8s.cycle()
