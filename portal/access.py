@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
-from django.utils import timezone
 
+from portal.jobs import grants
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job, JobRun, SessionGrant
 from portal.jobs.redaction import redactor
@@ -162,13 +162,8 @@ def can_open_session(user, job: Job) -> bool:
         return False
     if job.user_id == user.pk:
         return True
-    now = timezone.now()
-    return (
-        SessionGrant.objects.filter(job=job, revoked_at__isnull=True)
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .filter(Q(user=user) | Q(user__isnull=True, kind=SessionGrant.SHARE))
-        .exists()
-    )
+    mine = Q(user=user) | Q(user__isnull=True, kind=SessionGrant.SHARE)
+    return grants.live(job).filter(mine).exists()
 
 
 def can_change_job(user, job: Job) -> bool:

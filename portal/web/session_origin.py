@@ -251,24 +251,21 @@ def safe_set_cookie(header: str, root: str) -> str | None:
     the portal's or the credential's names; None when it must be dropped."""
     first, *attributes = [part.strip() for part in header.split(";")]
     cookie_name = first.partition("=")[0].strip()
-    if not cookie_name or cookie_name in _RESERVED or cookie_name.startswith("__"):
+    if not cookie_name or cookie_name in PORTAL_COOKIES or cookie_name.startswith("__"):
         return None
-    kept = []
+    has_path = False
     for attribute in attributes:
         key, _, value = attribute.partition("=")
         key = key.strip().lower()
-        if key == "domain":
+        if key == "domain" or (key == "path" and not value.strip().startswith(root)):
             return None
-        if key == "path":
-            if not value.strip().startswith(root):
-                return None
-        kept.append(attribute)
-    if not any(a.partition("=")[0].strip().lower() == "path" for a in kept):
-        kept.append(f"Path={root}")
-    return "; ".join([first, *kept])
+        has_path = has_path or key == "path"
+    return "; ".join([first, *attributes, *([] if has_path else [f"Path={root}"])])
 
 
-_RESERVED = frozenset({
+# The portal's cookies and the notebooks' credential: never handed to a notebook server, never
+# set by one
+PORTAL_COOKIES = frozenset({
     CREDENTIAL_COOKIE, STATE_COOKIE, settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME,
     "sessionid", "csrftoken",
 })  # fmt: skip

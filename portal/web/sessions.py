@@ -57,10 +57,7 @@ HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
     "transfer-encoding", "upgrade", "host", "content-length", "origin", "referer",
 })  # fmt: skip
-PORTAL_COOKIES = frozenset({
-    "sessionid", "csrftoken", settings.SESSION_COOKIE_NAME, settings.CSRF_COOKIE_NAME,
-    origins.CREDENTIAL_COOKIE, origins.STATE_COOKIE,
-})  # never handed to the notebook server  # fmt: skip
+PORTAL_COOKIES = origins.PORTAL_COOKIES  # never handed to the notebook server
 # Where notebooks share the portal's origin: the browser runs their pages in an opaque origin of
 # their own, with no access to the portal's cookies, storage or pages (and JupyterLab, which
 # needs its own origin, does not work: set ALLOT_SESSIONS_ORIGIN).
@@ -260,17 +257,21 @@ def _cross_site_refusal(request: HttpRequest, refusal: str) -> HttpResponse:
 
 
 def unsafe_path(request: HttpRequest) -> str | None:
-    """Why the request's path may not be passed on (a dot segment, an encoded slash or
-    backslash, a NUL: each could name another session's files on the server), or None."""
+    """Why the request's path may not be passed on, or None (see `path_refusal`)."""
     raw = request.scope.get("raw_path", b"") if hasattr(request, "scope") else b""
-    if isinstance(raw, bytes):
-        raw = raw.decode("latin-1")
-    if any(code in (raw or "").lower() for code in ("%2f", "%5c", "%00")):
+    return path_refusal(request.path, raw)
+
+
+def path_refusal(path: str, raw: bytes | str | None) -> str | None:
+    """Why a proxied path (decoded, and `raw` as the server received it, when it says) may not
+    reach a notebook server: a dot segment, an encoded slash or backslash, a NUL - each could
+    name another session's files on the server; None when it may."""
+    raw = (raw.decode("latin-1") if isinstance(raw, bytes) else raw or "").lower()
+    if any(code in raw for code in ("%2f", "%5c", "%00")):
         return "the path holds an encoded slash, backslash or NUL"
-    segments = request.path.split("/")
-    if any(segment in (".", "..") for segment in segments) or "\\" in request.path:
+    if any(segment in (".", "..") for segment in path.split("/")) or "\\" in path:
         return "the path holds a dot segment or a backslash"
-    if "\x00" in request.path:
+    if "\x00" in path:
         return "the path holds a NUL"
     return None
 
@@ -413,7 +414,8 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
         headers = dict(self.scope.get("headers", []))
         host = headers.get(b"host", b"").decode("latin-1")
         origin = headers.get(b"origin", b"").decode("latin-1")
-        if "/_allot/" in self.scope["path"] or unsafe_ws_path(self.scope):
+        refusal = path_refusal(self.scope["path"], self.scope.get("raw_path"))
+        if "/_allot/" in self.scope["path"] or refusal is not None:
             return None
         sessions_origin = origins.sessions_origin()
         if sessions_origin is None:  # one origin: the portal's session, its own Origin check
@@ -481,19 +483,9 @@ class SessionProxyConsumer(AsyncWebsocketConsumer):
 
 
 def _live_session(job) -> Session | None:
-    """The job's session while the job holds its GPUs, else None."""
-    job.refresh_from_db(fields=["status"])
+    """The job's session while the job (as just read from the database) holds its GPUs, else
+    None."""
     if not job.holds_gpus:
         return None
     sessions = get_agent().sessions
     return sessions.get(job.project.name, job.name) if sessions is not None else None
-
-
-def unsafe_ws_path(scope) -> bool:
-    """True when a socket's path holds a dot segment or an encoded slash (see unsafe_path)."""
-    raw = scope.get("raw_path") or b""
-    raw = raw.decode("latin-1").lower() if isinstance(raw, bytes) else str(raw).lower()
-    segments = scope["path"].split("/")
-    return (any(code in raw for code in ("%2f", "%5c", "%00"))
-            or any(segment in (".", "..") for segment in segments)
-            or "\\" in scope["path"] or "\x00" in scope["path"])  # fmt: skip

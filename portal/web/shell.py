@@ -64,9 +64,14 @@ def still_allowed(scope, user, project: str, name: str) -> bool:
     from django.contrib.auth import get_user_model
     from django.contrib.sessions.backends.base import SessionBase
 
+    from portal.tenancy import services
+
     secret = token_secret(scope.get("headers", []))
-    if secret is not None and token_user(scope.get("headers", [])) is None:
-        return False
+    if secret is not None:
+        try:
+            services.use_token(secret)
+        except services.TokenRejected:
+            return False
     session = scope.get("session")
     if secret is None and isinstance(session, SessionBase):
         if session.session_key is None or not session.exists(session.session_key):
