@@ -12,7 +12,7 @@ the agent for both rather than knowing which kind of agent it runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -67,11 +67,63 @@ class JobSpec:
     memory_mib: int = 0
     cpu_limit_millis: int | None = None
     memory_limit_mib: int | None = None
+    external: ExternalRef | None = None  # a workload another tool made (issue 33): bind its pods
 
     @property
     def key(self) -> JobKey:
         """(project, name)."""
         return (self.project, self.name)
+
+
+@dataclass(frozen=True)
+class ExternalRef:
+    """A workload made by another tool whose pods ask for Allot (`spec.schedulerName: allot`,
+    issue 33): a bare Pod, a batch/v1 Job, a JobSet, a Deployment's pod, a StatefulSet, ...
+
+    `uid` names the group, placed all or nothing: its top owner's uid (found by following
+    `ownerReferences`: Pod -> Job -> JobSet, Pod -> ReplicaSet -> Deployment, ...), or the pod's
+    own uid when each pod stands alone (a bare Pod; a Deployment's or ReplicaSet's pods, which
+    are placed one by one as KAI's pod-grouper does). `kind` and `owner` are that top owner's
+    kind and name ("Pod" and the pod's name for a pod that stands alone)."""
+
+    namespace: str
+    kind: str
+    owner: str
+    uid: str
+
+
+@dataclass(frozen=True)
+class ExternalPod:
+    """One pod of an external workload as the cluster shows it. `node` is "" while unbound."""
+
+    name: str
+    node: str = ""
+    phase: str = "Pending"  # the pod's status.phase: Pending, Running, Succeeded, Failed
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An external workload's pods and what each asks for, read exactly as Kubernetes reads
+    them (requests; GPUs from `nvidia.com/gpu`, or a fraction / GPU memory by annotation as KAI
+    takes them). `size` is the gang: how many pods must be placed together (Job parallelism,
+    JobSet replicas x parallelism, an annotation, else 1). `pods` are the pods that exist now,
+    bound or not, in name order. `type` is "train" unless the pods' priority class says
+    otherwise (KAI's `build` / `interactive`: never preempted). `complete` is True once the
+    owner will make no more pods and every pod has ended (a Job Complete or Failed)."""
+
+    ref: ExternalRef
+    size: int
+    pods: tuple[ExternalPod, ...]
+    created_at: datetime
+    gpus: float = 0.0
+    gpu_memory_mib: int | None = None
+    cpu_millis: int = 0
+    memory_mib: int = 0
+    cpu_limit_millis: int | None = None
+    memory_limit_mib: int | None = None
+    type: str = "train"
+    user: str = ""  # who made it, when the cluster says (an annotation); "" otherwise
+    complete: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,6 +183,11 @@ class NodeStatus:
     cpu_millis: int | None = None
     memory_mib: int | None = None
     failed_devices: tuple[int, ...] | None = None
+    # What live pods Allot did not place hold on this node (other schedulers, DaemonSets, static
+    # pods), as KAI counts every bound pod (issue 33): their requests, summed.
+    outside_gpus: int = 0
+    outside_cpu_millis: int = 0
+    outside_memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,6 +196,10 @@ class Observation:
 
     `problem` says why the agent could not look (the API server is unreachable): the jobs are
     then as last seen and `nodes` is empty, which means "unknown", not "gone".
+
+    `workloads` are the external workloads (issue 33) in every namespace, bound or not; once
+    Allot has bound a workload's pods they are labelled with the job's project and name and
+    also reported in `jobs` like Allot's own.
 
     `synced` is False when the view may be partial (the agent has not listed the cluster since
     it started, or its watch is failing, or it is backing off): the portal then decides
@@ -152,6 +213,7 @@ class Observation:
     simulated: bool = False
     problem: str = ""
     synced: bool = True
+    workloads: tuple[Workload, ...] = ()
 
 
 class NoShell(RuntimeError):
@@ -241,7 +303,13 @@ class Agent(Protocol):
         ...
 
     def start(self, job: JobSpec) -> None:
-        """Run `job` on its placement; starting a running job with a new placement moves it."""
+        """Run `job` on its placement; starting a running job with a new placement moves it.
+
+        A job with `external` set is a workload another tool made (issue 33): its pods exist, and
+        starting it binds its unbound pods to the placement (all or none) and labels them
+        `allot.io/project` / `allot.io/job` with the job's key, which `observe`, `stop`, `logs`
+        and `status` then find them by. Stopping it deletes (evicts) those pods; their owner
+        makes new ones, which wait for Allot again."""
         ...
 
     def status(self, job: JobSpec) -> JobStatus:
@@ -255,6 +323,15 @@ class Agent(Protocol):
     def carry_out(self, stops: Iterable[JobKey], starts: Iterable[JobSpec]) -> None:
         """`stop` each of `stops`, then `start` each of `starts`: a cycle's work in one call, so
         an agent may carry independent jobs out concurrently."""
+        ...
+
+    def explain(self, waiting: Mapping[str, str]) -> None:
+        """Tell the cluster why external workloads wait: `waiting` maps a workload's
+        `ExternalRef.uid` to the reason the portal shows (not placed yet, or its namespace maps
+        to no project). Each unbound pod of it gets a Kubernetes Event and a PodScheduled=False
+        condition with that text when it changes, as kube-scheduler does, so `kubectl describe
+        pod` says what the portal says. An agent whose cluster has no external workloads (the
+        simulated one) has nothing to tell."""
         ...
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:

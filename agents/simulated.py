@@ -18,7 +18,7 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import NoReturn
@@ -124,6 +124,9 @@ class SimulatedAgent:
             specs = list(self._jobs.values())
         jobs = {spec.key: self.status(spec, now) for spec in specs}
         return Observation(at=now, jobs=jobs, nodes=self._nodes(specs, now), simulated=True)
+
+    def explain(self, waiting: Mapping[str, str]) -> None:
+        """Nothing to tell: the simulated cluster has no pods that other tools made."""
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
         """The job's last `tail` generated log lines at `clock()` (a function of job and time)."""
