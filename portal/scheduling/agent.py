@@ -15,7 +15,7 @@ import threading
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.base import Agent, JobSpec, PodSpec
+from agents.base import Agent, ExternalRef, JobSpec, PodSpec
 from agents.demo_durations import demo_duration_s
 from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
@@ -117,7 +117,7 @@ SPEC_FIELDS = (
     "id", "project__name", "name", "type", "gpus", "pods", "image", "command", "args",
     "environment", "ports", "service_type", "sim_duration_s", "placement", "started_at",
     "volumes", "user__username", "cpu_millis", "memory_mib", "cpu_limit_millis",
-    "memory_limit_mib",
+    "memory_limit_mib", "external_uid", "external_kind", "external_owner", "external_namespace",
 )  # fmt: skip
 
 
@@ -146,7 +146,16 @@ def spec_from_values(row: dict) -> JobSpec:
         memory_mib=row.get("memory_mib") or 0,
         cpu_limit_millis=row.get("cpu_limit_millis"),
         memory_limit_mib=row.get("memory_limit_mib"),
+        external=_external(row),
     )
+
+
+def _external(row: dict) -> ExternalRef | None:
+    """Where a workload another tool made lives (issue 33); None for Allot's own jobs."""
+    if not row.get("external_uid"):
+        return None
+    return ExternalRef(row["external_namespace"], row["external_kind"], row["external_owner"],
+                       row["external_uid"])  # fmt: skip
 
 
 def _sim_duration(row: dict) -> float | None:
