@@ -471,7 +471,7 @@ def list_jobs(project, all_projects, history, status, user, since, until, limit,
     for j in jobs:
         status = j["status"] + (" (stuck)" if j.get("stuck") else "")
         table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
-                      j["image"] or "-", j["project"], j["user"] or "-",
+                      j["image"] or "-", j["project"], j["user"] or made_by(j) or "-",
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
     show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
@@ -537,6 +537,7 @@ def describe(kind_or_name, name, project, as_json):
         ("Name", job["name"]), ("Project", job["project"]), ("User", job.get("user") or "-"),
         ("Type", job["type"]), ("Status", job["status"] + stuck),
         ("Image", job["image"] or "-"),
+        *([("Made outside Allot", made_outside(job))] if job.get("external") else []),
         ("GPUs", f"{job['gpus']:g} x {job['pods']} pod(s), allocated {job['allocated_gpus']:g}"),
         ("Per pod", resources_of(job)), ("Node(s)", ", ".join(job["nodes"]) or "-"),
         ("Submitted", job.get("submitted_at") or "-"), ("Started", job.get("started_at") or "-"),
@@ -591,6 +592,19 @@ def logs(name, project, tail, follow):
         if not follow or body["status"] in FINISHED:
             return
         time.sleep(2)
+
+
+def made_by(job: dict) -> str:
+    """ "external Job" for a workload another tool made (issue 33), else ""."""
+    external = job.get("external")
+    return f"external {external['kind']}" if external else ""
+
+
+def made_outside(job: dict) -> str:
+    """Where a workload another tool made lives and who deletes it (issue 33)."""
+    e = job["external"]
+    return (f"{e['kind']} {e['owner']} in namespace {e['namespace']}; its owner deletes it "
+            f"(kubectl delete {e['kind'].lower()} {e['owner']} -n {e['namespace']})")  # fmt: skip
 
 
 def _new_from(seen: list[str], lines: list[str]) -> int:

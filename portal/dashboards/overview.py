@@ -113,7 +113,9 @@ def _node_for(node: dict, visible: frozenset[str]) -> dict:
 def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> dict:
     total = sum(node["gpus"] for node in nodes)
     # R2.6: failed devices add nothing (issue 26)
-    ready = sum(node["gpus"] - len(node["failed_devices"]) for node in nodes if node["ready"])
+    # and neither do GPUs that pods Allot did not place hold (issue 33)
+    ready = sum(node["gpus"] - len(node["failed_devices"]) - node["outside_gpus"]
+                for node in nodes if node["ready"])  # fmt: skip
     allocated = round(sum(job["allocated_gpus"] for job in running), 3)
     idle = sum(
         job["allocated_gpus"]
@@ -137,6 +139,7 @@ def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> d
         "running_jobs": len(running),
         "pending_jobs": pending,
         "failed_gpus": sum(len(node["failed_devices"]) for node in nodes),
+        "outside_gpus": sum(node["outside_gpus"] for node in nodes),
         **_cpu_and_memory(nodes),
     }
 
@@ -290,6 +293,10 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
         else:  # a real cluster: only what the DCGM exporter measured, never a made-up 0
             measured = figures.devices.get(node.name) or None
         devices, failed = [], node.out_of_service
+        # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
+        taken = {*failed, *on_device[node.name]}
+        free = [index for index in range(node.gpus - 1, -1, -1) if index not in taken]
+        outside = set(free[: node.outside_gpus])
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -301,6 +308,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                     "utilization": utilization,
                     "jobs": jobs,
                     "failed": index in failed,
+                    "outside": index in outside,
                 }
             )
         known = [device["utilization"] for device in devices if device["utilization"] is not None]
@@ -318,10 +326,13 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "utilization_simulated": figures.simulated,
                 "devices": devices,
                 "failed_devices": failed,
+                "outside_gpus": len(outside),
                 "cpu_millis": node.cpu_millis,
                 "memory_mib": node.memory_mib,
                 "allocated_cpu_millis": requests[node.name][0],
                 "allocated_memory_mib": requests[node.name][1],
+                "outside_cpu_millis": node.outside_cpu_millis,
+                "outside_memory_mib": node.outside_memory_mib,
             }
         )
     return rows

@@ -51,7 +51,8 @@
     const c = ov.cluster;
     tile("nodes", c.nodes, `${c.ready_nodes} ready`);
     tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes` +
-      (c.failed_gpus ? `, ${c.failed_gpus} failed` : ""));
+      (c.failed_gpus ? `, ${c.failed_gpus} failed` : "") +
+      (c.outside_gpus ? `, ${c.outside_gpus} used outside Allot` : ""));
     tile("allocated", gpus(c.allocated_gpus),
       c.gpus ? `${Math.round((100 * c.allocated_gpus) / c.gpus)} % of the cluster` : "");
     tile("idle", gpus(c.idle_allocated_gpus));
@@ -195,10 +196,11 @@
       const devices = n.devices.map((d) => {
         const names = d.jobs.map((j) => (j.name ? `${j.project}/${j.name}` : "another project's job") +
           (j.share < 1 ? ` (${gpus(j.share)})` : ""));
-        const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") + `${gpus(d.allocated)} allocated` +
+        const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") +
+          (d.outside ? "used outside Allot (a pod another scheduler placed); " : "") + `${gpus(d.allocated)} allocated` +
           (d.utilization == null ? "" : `, ${pct(d.utilization)} utilization`) +
           (names.length ? "\n" + names.join("\n") : "");
-        return el("div", { class: "device" + (d.failed ? " failed" : ""), title, role: "img", "aria-label": title,
+        return el("div", { class: "device" + (d.failed ? " failed" : "") + (d.outside ? " outside" : ""), title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },
           ...stack(d.jobs),
           el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));

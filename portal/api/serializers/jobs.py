@@ -235,12 +235,18 @@ class JobSerializer(StrictModelSerializer):
         read_only=True, help_text="the expected start in words, with what it rests on"
     )
 
+    external = serializers.SerializerMethodField(
+        help_text="for a workload another tool made (issue 33): its namespace and its top "
+        "owner's kind and name ({namespace, kind, owner}); null for Allot's own jobs",
+    )
+
     class Meta:
         model = Job
         fields = [
             "project",
             "name",
             "user",
+            "external",
             "type",
             "gpus",
             "pods",
@@ -327,6 +333,12 @@ class JobSerializer(StrictModelSerializer):
 
     def get_user(self, job: Job) -> str | None:
         return job.user.get_username() if job.user else None
+
+    def get_external(self, job: Job) -> dict | None:
+        if not job.external_uid:
+            return None
+        return {"namespace": job.external_namespace, "kind": job.external_kind,
+                "owner": job.external_owner}  # fmt: skip
 
     def get_allocated_gpus(self, job: Job) -> float:
         return round(job.allocated_gpus, 3)
