@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from agents import rendezvous
@@ -108,13 +109,17 @@ class LocalProcesses(LocalSessions):
     # -- the life of a job ------------------------------------------------------------------------
 
     def run(self, job: JobSpec) -> None:
-        """Start the job's pods unless they were started already (running or ended: a job is
-        never run twice). Raises SessionNotStarted when they may not or could not start;
-        `pods` then says why."""
+        """Start the job's pods unless this run of it was started already (running or ended:
+        a run is never repeated); the pods of an earlier run (a move, a restart) are stopped
+        first. Raises SessionNotStarted when they may not or could not start; `pods` then
+        says why."""
         project, name = job.key
         with self._locked(project, name):
-            if self._description(project, name) is not None:
+            described = self._description(project, name)
+            if described is not None and described.get("started_at") == _stamp(job):
                 return
+            if described is not None:
+                self._stop_locked(project, name, described, grace_s=0.5)
             try:
                 self._start_pods(job)
             except SessionNotStarted as exc:
@@ -147,6 +152,13 @@ class LocalProcesses(LocalSessions):
             return Pods("Failed", message, tuple(phases))
         done = all(phase == "Succeeded" for phase in phases)
         return Pods("Succeeded" if done else "Running", "", tuple(phases))
+
+    def started_at(self, project: str, name: str) -> datetime | None:
+        """When the run the job's processes belong to was started (None: unknown)."""
+        described = self._description(project, name) or {}
+        with contextlib.suppress(TypeError, ValueError):
+            return datetime.fromisoformat(described["started_at"])
+        return None
 
     def logs(self, project: str, name: str, tail: int = 200) -> list[str]:
         """The last `tail` lines of the job's output: pod by pod, each line after the pod's
@@ -184,19 +196,23 @@ class LocalProcesses(LocalSessions):
             self._refusal(project, name).unlink(missing_ok=True)
             if described is None:
                 return False
-            for pid in described["pids"]:
-                _terminate(pid, grace_s)
-            account = _account_of(described["account"]) if self.isolated else None
-            if account is not None:
-                _kill_all(account, self.python)
-            shutil.rmtree(self._home(project, name), ignore_errors=True)
-            for index in range(len(described["pids"])):
-                self._pod_log(project, name, index).unlink(missing_ok=True)
-                self._exit_file(project, name, index).unlink(missing_ok=True)
-            self._file(project, name).unlink(missing_ok=True)
-            if account is not None:
-                _remove_user(account)
+            self._stop_locked(project, name, described, grace_s)
         return True
+
+    def _stop_locked(self, project: str, name: str, described: dict, grace_s: float) -> None:
+        """`stop`'s work, the job's lock held."""
+        for pid in described["pids"]:
+            _terminate(pid, grace_s)
+        account = _account_of(described["account"]) if self.isolated else None
+        if account is not None:
+            _kill_all(account, self.python)
+        shutil.rmtree(self._home(project, name), ignore_errors=True)
+        for index in range(len(described["pids"])):
+            self._pod_log(project, name, index).unlink(missing_ok=True)
+            self._exit_file(project, name, index).unlink(missing_ok=True)
+        self._file(project, name).unlink(missing_ok=True)
+        if account is not None:
+            _remove_user(account)
 
     def started(self) -> list[tuple[str, str]]:
         """(project, name) of every job whose processes were started and not stopped."""
@@ -251,7 +267,8 @@ class LocalProcesses(LocalSessions):
                     _terminate(pid, 0.5)
                 raise SessionNotStarted(f"the job's processes could not be started: {exc}") from exc
             described = {"project": project, "name": name, "pids": pids, "port": port,
-                         "starter": os.getpid(), "account": user}  # fmt: skip
+                         "starter": os.getpid(), "account": user,
+                         "started_at": _stamp(job)}  # fmt: skip
             _write_private(self._file(project, name), json.dumps(described))
 
     def _spawn_pod(self, job: JobSpec, index: int, command: list[str], rendezvous_env: dict,
@@ -310,6 +327,11 @@ class LocalProcesses(LocalSessions):
 
     def _exit_file(self, project: str, name: str, index: int) -> Path:
         return self.directory / f"{session_key(project, name)}.{index}.exit"
+
+
+def _stamp(job: JobSpec) -> str | None:
+    """The run's start as its description records it (None: no start time)."""
+    return job.started_at.isoformat() if job.started_at is not None else None
 
 
 def _running(pid: int) -> bool:

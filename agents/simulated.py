@@ -142,6 +142,9 @@ class SimulatedAgent:
         with self._lock:
             specs = list(self._jobs.values())
         jobs = {spec.key: self.status(spec, now) for spec in specs}
+        for key in self.processes.started() if self.processes is not None else ():
+            if key not in jobs:  # started by a process that has died, or by another process
+                jobs[key] = self._leftover(*key)
         return Observation(at=now, jobs=jobs, nodes=self._nodes(specs, now), simulated=True)
 
     def explain(self, waiting: Mapping[str, str]) -> None:
@@ -243,6 +246,20 @@ class SimulatedAgent:
             message=found.message if found is not None else "",
             activity=self.processes.activity(*job.key) if running else None,
             started_at=job.started_at,
+        )
+
+    def _leftover(self, project: str, name: str) -> JobStatus:
+        """A job whose processes this agent did not start: reported as they are, so that the
+        portal's reconciliation stops it when no job holds it any more (its processes, user
+        and files would stay otherwise) and takes its phase when one does."""
+        found = self.processes.pods(project, name)
+        return JobStatus(
+            project=project,
+            name=name,
+            phase=found.phase if found is not None else "Failed",
+            simulated=True,
+            message=found.message if found is not None else "",
+            started_at=self.processes.started_at(project, name),
         )
 
     def _activity(self, job: JobSpec, now: datetime) -> str:

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,24 @@ def test_a_job_without_a_command_and_a_notebook_stay_simulated(directory):
     assert not agent.has_processes(notebook)
     assert agent.has_processes(job("single", "python train.py", pods=1))
     assert not SimulatedAgent().has_processes(job("off", "python train.py"))
+
+
+def test_a_move_replaces_the_runs_processes_and_leftovers_are_reported(directory, session_python):
+    processes = LocalProcesses(directory / "jobs", python=session_python, single_user=True)
+    agent = SimulatedAgent(processes=processes)
+    first = job("moved", "python -c", ("import time; time.sleep(60)",), pods=1)
+    agent.start(first)
+    old = json.loads((directory / "jobs" / "team-a.moved.job.json").read_text())["pids"]
+    later = replace(first, started_at=first.started_at + timedelta(seconds=5))
+    agent.start(later)  # the job started again (a move, a resume): a new run, new processes
+    new = json.loads((directory / "jobs" / "team-a.moved.job.json").read_text())["pids"]
+    assert new != old and not Path(f"/proc/{old[0]}").exists()
+    assert processes.started_at("team-a", "moved") == later.started_at
+    # a portal process that did not start them (the starter died) still sees them, so its
+    # reconciliation stops them when no job holds them any more
+    fresh = SimulatedAgent(processes=LocalProcesses(directory / "jobs", python=session_python,
+                                                    single_user=True))  # fmt: skip
+    seen = fresh.observe().jobs[("team-a", "moved")]
+    assert (seen.phase, seen.started_at) == ("Running", later.started_at)
+    fresh.carry_out([("team-a", "moved")], [])
+    assert processes.started() == [] and not Path(f"/proc/{new[0]}").exists()
