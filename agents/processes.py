@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import subprocess
@@ -64,6 +65,7 @@ from agents.sessions import (
 )
 
 LOOPBACK = "127.0.0.1"
+VARIABLE = re.compile(r"\$\$\(|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # `expand`
 
 
 def job_user(project: str, name: str) -> str:
@@ -85,6 +87,19 @@ def process_environment(home: Path, user: str, job: JobSpec, rendezvous_env: dic
     env.update({"HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp")})
     env.update(rendezvous_env)
     return env
+
+
+def expand(word: str, env: dict[str, str]) -> str:
+    """`word` with each `$(NAME)` of a defined variable replaced by its value and `$$(` by
+    `$(`, as the kubelet expands a container's command and arguments: the same command line
+    (`--node-rank $(NODE_RANK)`) works in a pod and here, where no shell runs it."""
+
+    def value(match: re.Match) -> str:
+        if match[0].startswith("$$"):
+            return match[0][1:]
+        return env.get(match[1], match[0])
+
+    return VARIABLE.sub(value, word)
 
 
 @dataclass(frozen=True)
@@ -280,11 +295,12 @@ class LocalProcesses(LocalSessions):
             account) else {}  # fmt: skip
         watchdog = [self.python, "-I", "-c", WATCHDOG_SOURCE, "--parent", str(os.getpid()), "--"]
         self._exit_file(project, name, index).unlink(missing_ok=True)
+        env = process_environment(home, user, job, rendezvous_env, self.python)
         with _open_private(self._pod_log(project, name, index)) as log:
             process = subprocess.Popen(
-                watchdog + command,
+                watchdog + [expand(word, env) for word in command],
                 cwd=home,
-                env=process_environment(home, user, job, rendezvous_env, self.python),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

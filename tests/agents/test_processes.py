@@ -19,7 +19,7 @@ import pytest
 
 from agents import firewall
 from agents.base import JobSpec, PodSpec
-from agents.processes import LocalProcesses, job_user
+from agents.processes import LocalProcesses, expand, job_user
 from agents.simulated import SimulatedAgent
 
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="jobs get users of their own as root")
@@ -192,3 +192,10 @@ def test_a_move_replaces_the_runs_processes_and_leftovers_are_reported(directory
     assert (seen.phase, seen.started_at) == ("Running", later.started_at)
     fresh.carry_out([("team-a", "moved")], [])
     assert processes.started() == [] and not Path(f"/proc/{new[0]}").exists()
+
+
+def test_a_command_expands_variables_as_the_kubelet_does():
+    env = {"NODE_RANK": "1", "MASTER_ADDR": "127.0.0.1"}
+    assert expand("--node-rank=$(NODE_RANK)", env) == "--node-rank=1"
+    assert expand("$(MASTER_ADDR):$(UNSET)", env) == "127.0.0.1:$(UNSET)"  # left as it is
+    assert expand("$$(NODE_RANK) $HOME", env) == "$(NODE_RANK) $HOME"  # escaped; no shell

@@ -22,10 +22,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 # Rank 1 connects to MASTER_ADDR:MASTER_PORT, rank 0 accepts: the rendezvous torch.distributed's
 # TCPStore makes, with the standard library only (torch is not installed here).
 RENDEZVOUS = r"""
-import os, socket, time
+import os, socket, sys, time
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 address = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
 assert os.environ["NODE_RANK"] == os.environ["PET_NODE_RANK"] == str(rank) and world == 2
+assert sys.argv[1:] == [str(rank)]  # $(RANK) expanded as the kubelet expands it
 assert "SECRET_KEY" not in os.environ and "DATABASE_URL" not in os.environ
 if rank == 0:
     with socket.create_server(address) as server:
@@ -86,7 +87,7 @@ def room(db):
 
 def test_a_two_pod_job_rendezvouses_over_a_socket_and_succeeds(processes_agent, room, api,
                                                                 cluster_admin):  # fmt: skip
-    job_id = submit(api, cluster_admin, "ddp", ["python", "-c", RENDEZVOUS])
+    job_id = submit(api, cluster_admin, "ddp", ["python", "-c", RENDEZVOUS, "$(RANK)"])
     job = cycles_until(job_id, lambda job: job.status in (Status.SUCCEEDED, Status.FAILED))
     assert job.status == Status.SUCCEEDED, job.runs.get().reason
     run_cycle(wait=True)  # the ended job is stopped, its logs kept first
