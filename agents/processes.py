@@ -117,10 +117,6 @@ class LocalProcesses(LocalSessions):
     The same arguments as `LocalSessions` (its directory must be another one: the two keep
     their files under the same names)."""
 
-    def __init__(self, directory: Path, **options):
-        super().__init__(directory, **options)
-        self._children: dict[int, subprocess.Popen] = {}  # this process's pods, by pid
-
     # -- the life of a job ------------------------------------------------------------------------
 
     def run(self, job: JobSpec) -> None:
@@ -308,7 +304,6 @@ class LocalProcesses(LocalSessions):
                 umask=0o077,
                 **as_user,
             )
-        self._children[process.pid] = process
         threading.Thread(target=self._record_exit, args=(process, project, name, index),
                          daemon=True, name=f"allot-pod-{name}-{index}"[:60]).start()  # fmt: skip
         return process.pid
@@ -316,7 +311,6 @@ class LocalProcesses(LocalSessions):
     def _record_exit(self, process: subprocess.Popen, project: str, name: str, index: int) -> None:
         """Wait for a pod and write its exit code (a signal's death as 128 + the signal)."""
         code = process.wait()
-        self._children.pop(process.pid, None)
         code = 128 - code if code < 0 else code
         with contextlib.suppress(OSError):
             if self._file(project, name).exists() or self._home(project, name).exists():
