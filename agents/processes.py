@@ -149,7 +149,7 @@ class LocalProcesses(LocalSessions):
             return Pods("Failed", f"the job's processes were not started: {refusal}")
         phases, message = [], ""
         for index, pid in enumerate(described["pids"]):
-            code = self._exit_code(project, name, index)
+            code = self._exit_code(project, name, index, pid)
             if code is None and (_running(pid) or _running(described["starter"])):
                 phases.append("Running")  # (its starter writes the code as soon as it ends)
                 continue
@@ -309,12 +309,14 @@ class LocalProcesses(LocalSessions):
         return process.pid
 
     def _record_exit(self, process: subprocess.Popen, project: str, name: str, index: int) -> None:
-        """Wait for a pod and write its exit code (a signal's death as 128 + the signal)."""
+        """Wait for a pod and write its exit code (a signal's death as 128 + the signal) after
+        its pid: a stopped run's pod that ends late cannot pass for the next run's (`pods`
+        takes a code only after the pid it describes)."""
         code = process.wait()
         code = 128 - code if code < 0 else code
         with contextlib.suppress(OSError):
             if self._file(project, name).exists() or self._home(project, name).exists():
-                _write_private(self._exit_file(project, name, index), str(code))
+                _write_private(self._exit_file(project, name, index), f"{process.pid} {code}")
 
     def _description(self, project: str, name: str) -> dict | None:
         try:
@@ -323,9 +325,11 @@ class LocalProcesses(LocalSessions):
             return None
         return described if isinstance(described, dict) and "pids" in described else None
 
-    def _exit_code(self, project: str, name: str, index: int) -> int | None:
+    def _exit_code(self, project: str, name: str, index: int, pid: int) -> int | None:
+        """Pod `index`'s exit code if the process `pid` wrote it; None otherwise."""
         try:
-            return int(self._exit_file(project, name, index).read_text())
+            written, code = self._exit_file(project, name, index).read_text().split()
+            return int(code) if int(written) == pid else None
         except (OSError, ValueError):
             return None
 

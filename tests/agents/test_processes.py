@@ -184,6 +184,9 @@ def test_a_move_replaces_the_runs_processes_and_leftovers_are_reported(directory
     new = json.loads((directory / "jobs" / "team-a.moved.job.json").read_text())["pids"]
     assert new != old and not Path(f"/proc/{old[0]}").exists()
     assert processes.started_at("team-a", "moved") == later.started_at
+    # the earlier run's pod, ending late, records its code: not the new run's
+    (directory / "jobs" / "team-a.moved.0.exit").write_text(f"{old[0]} 0")
+    assert processes.pods("team-a", "moved").phase == "Running"
     # a portal process that did not start them (the starter died) still sees them, so its
     # reconciliation stops them when no job holds them any more
     fresh = SimulatedAgent(processes=LocalProcesses(directory / "jobs", python=session_python,
