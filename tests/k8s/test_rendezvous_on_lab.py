@@ -1,7 +1,8 @@
 """A two-pod Allot job on the lab rendezvouses by DNS (issue 33): a headless Service named after
 the job, each pod `hostname`/`subdomain` under it and the variables torchrun and Kubeflow's
-trainer read, ranks 0 and 1, `MASTER_ADDR` pod 0's name through the Service; stopping the job
-deletes the Service."""
+trainer read, ranks 0 and 1, `MASTER_ADDR` pod 0's name through the Service (whose
+EndpointSlices name each pod by its hostname, as cluster DNS needs); stopping the job deletes
+the Service."""
 
 from __future__ import annotations
 
@@ -54,6 +55,19 @@ def test_a_two_pod_job_gets_a_headless_service_and_the_rendezvous_variables(port
         assert variables["ALLOT_HOSTS"] == f"{master},ddp-1.ddp.allot-economy.svc"
         assert pod.spec.containers[0].command == ["torchrun", "--nnodes", "2",
                                                   "--nproc-per-node", "1", "train.py"]  # fmt: skip
+    # What CoreDNS answers <hostname>.<service>.<namespace>.svc from: the Service's
+    # EndpointSlices (kube-controller-manager's) name each pod by its hostname, with its IP
+    discovery = client.DiscoveryV1Api(agent.api)
+
+    def named() -> dict[str, list[str]]:
+        slices = discovery.list_namespaced_endpoint_slice(
+            "allot-economy", label_selector="kubernetes.io/service-name=ddp").items  # fmt: skip
+        return {e.hostname: e.addresses for s in slices for e in s.endpoints or () if e.hostname}
+
+    eventually(lambda: set(named()) == {"ddp-0", "ddp-1"}, "both pods named in the Service")
+    ips = {f"ddp-{rank}": [pod.status.pod_ip] for rank, pod in enumerate(
+        core.read_namespaced_pod(f"ddp-{rank}", "allot-economy") for rank in (0, 1))}  # fmt: skip
+    assert named() == ips and all(ip for (ip,) in ips.values())
     agent.stop("economy", "ddp")
     names = lambda: [s.metadata.name for s in core.list_namespaced_service("allot-economy").items]  # noqa: E731
     eventually(lambda: "ddp" not in names(), "the headless Service is deleted with the job")
