@@ -8,7 +8,8 @@ processes, one per pod, each given the rendezvous variables (`agents.rendezvous`
 pods find each other through a headless Service under Kubernetes. A job's phase comes from its
 pods' exit codes (all 0: Succeeded; any other: Failed, naming the pod and its code), its logs
 from their output, and stopping it kills them. GPU figures stay synthetic and marked so: the
-processes get no GPU.
+simulated nodes' devices are not this machine's, so Allot names no device to a process (it sees
+whatever this machine has, usually none).
 
 A job's command is a researcher's code, so it is isolated exactly as a notebook is
 (`agents.sessions`, whose machinery this reuses): as root, a system user of the job's own in

@@ -12,7 +12,8 @@ logs, a Celery worker running the cycle) computes the same answers.
 With `processes` (ALLOT_SIM_PROCESSES, which `make run` turns on), a job with a command is no
 longer simulated: its pods run as real, isolated local processes (`agents.processes`), its phase
 comes from their exit codes and its logs from their output; the processes' files are shared by
-every process of the portal the same way. Its GPU figures stay synthetic (no process gets a GPU).
+every process of the portal the same way. Its GPU figures stay synthetic (the simulated
+devices are not this machine's).
 """
 
 from __future__ import annotations
