@@ -48,6 +48,7 @@ else:
 def processes_agent(settings, monkeypatch, session_python):
     """The process's agent as `make run` builds it: simulated, with real local processes."""
     directory = Path(tempfile.mkdtemp(prefix="allot-processes-"))
+    directory.chmod(0o755)  # the jobs' users reach their homes through it
     settings.ALLOT_AGENT = "simulated"
     settings.ALLOT_SIM_PROCESSES = True
     settings.ALLOT_PROCESSES_DIR = directory
@@ -55,10 +56,13 @@ def processes_agent(settings, monkeypatch, session_python):
     settings.ALLOT_SIM_START_DELAY_S = 0
     monkeypatch.setattr(agent_module, "_agent", None)
     agent = agent_module.get_agent()
-    yield agent
-    for project, name in agent.processes.started():
-        agent.processes.stop(project, name)
-    shutil.rmtree(directory, ignore_errors=True)
+    try:
+        yield agent
+    finally:
+        processes = getattr(agent, "processes", None)
+        for project, name in processes.started() if processes is not None else ():
+            processes.stop(project, name)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def cycles_until(job_id: int, done, timeout: float = 60.0) -> Job:
