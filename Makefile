@@ -41,7 +41,7 @@ run: $(STAMP)
 	@$(RUN_ENV) $(PY) manage.py migrate --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py collectstatic --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py bootstrap --url http://$(HOST):$(PORT)/
-	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 ALLOT_SIM_DEMO=$(DEMO) $(PY) manage.py runserver \
+	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 ALLOT_SIM_PROCESSES=1 ALLOT_SIM_DEMO=$(DEMO) $(PY) manage.py runserver \
 		--noreload $(HOST):$(PORT)
 
 # PostgreSQL and Redis are started first when they are installed but down (scripts/services.sh).

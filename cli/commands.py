@@ -293,12 +293,24 @@ class Duration(click.ParamType):
 @click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="seconds --wait waits at most")  # fmt: skip
+@click.argument("words", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND [ARG]...]")
 def submit(name, from_file, project, image, gpus, gpu_memory, cpu, memory, cpu_limit,
            memory_limit, pods, interactive, command, args, environment, ports, service_type, pvc,
-           priority, estimate, wait, timeout):  # fmt: skip
-    """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE."""
+           priority, estimate, wait, timeout, words):  # fmt: skip
+    """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE.
+
+    Words after `--` are the job's command, each kept whole (`allot submit ddp --pods 2 --
+    torchrun --nnodes 2 train.py`); with --command they are its arguments, as Run:AI's."""
     if (name is None) == (from_file is None):
         raise click.UsageError("give a job NAME or --from FILE (a sweep), not both")
+    if words and from_file is not None:
+        raise click.UsageError("a command after -- is for one job NAME, not for --from FILE")
+    if words and args:
+        raise click.UsageError("give the arguments after -- or with --args, not both")
+    if words and command:
+        args = words
+    elif words:
+        command = words
     if from_file is not None:
         submit_sweep(from_file, project)
         return

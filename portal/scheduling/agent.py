@@ -10,6 +10,7 @@ can do (`simulated`, `sessions`, `supports_shell`; `agents.base.Agent`), never w
 
 from __future__ import annotations
 
+import shlex
 import threading
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agents.base import Agent, ExternalRef, JobSpec, PodSpec
 from agents.demo_durations import demo_duration_s
+from agents.processes import LocalProcesses
 from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
 from portal.core import trigger
@@ -40,20 +42,27 @@ def get_agent() -> Agent:
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
         guarded = settings.ALLOT_SESSIONS_GUARDED_URLS if settings.ALLOT_SESSIONS_FIREWALL else None
+        isolation = {
+            "python": settings.ALLOT_SESSIONS_PYTHON,
+            "single_user": settings.ALLOT_SESSIONS_SINGLE_USER,
+            "private": settings.ALLOT_SESSIONS_PRIVATE_PATHS,
+            "guarded": guarded,
+        }
         sessions = (
             LocalSessions(
-                settings.ALLOT_SESSIONS_DIR,
-                python=settings.ALLOT_SESSIONS_PYTHON,
-                single_user=settings.ALLOT_SESSIONS_SINGLE_USER,
-                private=settings.ALLOT_SESSIONS_PRIVATE_PATHS,
-                workspaces=settings.ALLOT_WORKSPACES_DIR,
-                guarded=guarded,
+                settings.ALLOT_SESSIONS_DIR, workspaces=settings.ALLOT_WORKSPACES_DIR, **isolation
             )
             if settings.ALLOT_SIM_JUPYTER
             else None
         )
+        processes = (
+            LocalProcesses(settings.ALLOT_PROCESSES_DIR, **isolation)
+            if settings.ALLOT_SIM_PROCESSES
+            else None
+        )
         return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions,
-                              on_session_ready=trigger.request_cycle)  # fmt: skip
+                              on_session_ready=trigger.request_cycle,
+                              processes=processes)  # fmt: skip
     if kind == "kubernetes":
         return _kubernetes_agent()
     raise ImproperlyConfigured(f"ALLOT_AGENT={kind!r}: choose simulated or kubernetes")
@@ -132,7 +141,7 @@ def spec_from_values(row: dict) -> JobSpec:
         gpus=float(row["gpus"]),
         pods=row["pods"],
         image=row["image"],
-        command=" ".join(row["command"] or ()),
+        command=shlex.join(row["command"] or ()),  # words with spaces stay whole
         args=tuple(str(arg) for arg in row["args"] or ()),
         environment=tuple(sorted((str(k), str(v)) for k, v in (row["environment"] or {}).items())),
         ports=tuple(int(port) for port in row["ports"] or ()),

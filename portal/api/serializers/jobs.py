@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
+from agents import rendezvous
 from agents.sessions import STEERING_PREFIX
 from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
@@ -423,6 +424,9 @@ class JobSerializer(StrictModelSerializer):
         if unknown:
             raise serializers.ValidationError({"secret_environment": [
                 f"{unknown[0]} is not a name of the job's environment"]})  # fmt: skip
+        refusal = _rendezvous_refusal(attrs.get("environment") or {}, attrs.get("pods", 1))
+        if refusal:
+            raise serializers.ValidationError({"environment": [refusal]})
         self._resolve_resources(attrs, cluster)
         largest, total = cluster["largest"] or 0, cluster["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)
@@ -584,3 +588,21 @@ class BulkJobsSerializer(StrictSerializer):
                 )
             seen.add(key)
         return jobs
+
+
+def _rendezvous_refusal(env: dict, pods: int) -> str:
+    """Why a job of several pods may not have `env` ("" when it may): each of its pods is given
+    the rendezvous variables (`agents.rendezvous`: RANK, MASTER_ADDR, ...), which a job's own
+    would silently contradict; only MASTER_PORT is the job's to choose, as a port number."""
+    if pods <= 1:
+        return ""
+    taken = sorted(set(env) & (rendezvous.NAMES - {rendezvous.PORT_VARIABLE}))
+    if taken:
+        return (
+            f"{taken[0]} is set by Allot for each pod of a job of several pods (README, "
+            "Distributed training); leave it out"
+        )
+    port = str(env.get(rendezvous.PORT_VARIABLE, "29500"))
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        return f"{rendezvous.PORT_VARIABLE} must be a port number, 1 to 65535 (got {port!r})"
+    return ""
