@@ -417,7 +417,9 @@ def users(request: HttpRequest) -> HttpResponse:
     )
     for person in people:  # what the page offers on each row, as portal.access says
         person.change_refused = access.why_not_change_account(request.user, person)
-    context = {"page": "users", "people": people, "errors": errors, "values": values}
+    context = {"page": "users", "people": people, "errors": errors, "values": values,
+               "projects": list(Project.objects.order_by("name").values_list("name", flat=True)),
+               "roles": Role.choices}  # fmt: skip
     return render(request, "web/users.html", context)
 
 
