@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from portal import access
@@ -60,7 +60,9 @@ def build_full_overview() -> dict:
         "metrics_at": figures.at.isoformat() if figures.at else None,
         "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),
-        "projects": _projects(Project.objects.all(), _requests_by_project(holding)),
+        "projects": _projects(
+            Project.objects.select_related("department"), _requests_by_project(holding)
+        ),
         "running": running,
         "pending": pending,
         "nodes": node_rows,
@@ -172,12 +174,14 @@ def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
         utilization_simulated=Subquery(newest.values("simulated")[:1]),
     )
     rows = []
-    for project in annotated.order_by("name"):
+    # grouped by department (top-level projects first), as the departments divide fair share
+    for project in annotated.order_by(F("department__name").asc(nulls_first=True), "name"):
         allocated = round(float(project.allocated or 0), 3)
         quota = float(project.quota)
         rows.append(
             {
                 "name": project.name,
+                "department": project.department.name if project.department else None,
                 "quota": quota,
                 "over_quota_weight": _num(project.over_quota_weight),
                 "limit": _num(project.limit),

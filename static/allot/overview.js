@@ -112,7 +112,20 @@
     Plotly.react("project-chart", traces, layout, { displayModeBar: false, responsive: true });
 
     const body = document.querySelector("#projects tbody");
-    body.replaceChildren(...ov.projects.map((p) => el("tr", { data: { project: p.name } },
+    // Grouped by department (issue 34 item 9): a heading row before each department's projects,
+    // when there are departments; the server sends them in that order.
+    const grouped = ov.projects.some((p) => p.department);
+    const rows = [];
+    let current;
+    ov.projects.forEach((p) => {
+      if (grouped && p.department !== current) {
+        current = p.department;
+        rows.push(el("tr", { class: "group", data: { department: current || "" } },
+          el("th", { scope: "rowgroup", colspan: "8" }, current ? `Department ${current}` : "No department")));
+      }
+      rows.push(p);
+    });
+    body.replaceChildren(...rows.map((p) => p instanceof Node ? p : el("tr", { data: { project: p.name } },
       el("th", { scope: "row" }, p.name),
       el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
       cell(gpus(p.fair_share), "num"),
