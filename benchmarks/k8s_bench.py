@@ -457,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--external", type=float, default=0.0, metavar="SHARE",
                         help="share of the jobs created as indexed Jobs on the API server "
                              "(schedulerName allot) instead of through the portal")  # fmt: skip
-    parser.add_argument("--stall-s", type=float, default=120,
+    parser.add_argument("--stall-s", type=float, default=240,
                         help="a part fails when its pods have not changed so long")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.external <= 1:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.k8s.lab import KEEP_RUNNING_LABEL, Lab, eventually
+from tests.k8s.lab import KEEP_RUNNING_LABEL, Lab, eventually, start_lab, stop_lab
 
 pytestmark = pytest.mark.k8s
 
@@ -276,3 +277,27 @@ def test_a_job_pod_labelled_keep_running_stays_running(k8s_lab: Lab, namespace: 
         time.sleep(1)
         assert phases(k8s_lab.core, namespace, "held") == ["Running"]
     assert not batch.read_namespaced_job_status("held", namespace).status.succeeded
+
+
+def test_with_job_pods_run_every_job_pod_stays_running() -> None:
+    """`start --job-pods-run`: KWOK runs no pod-complete stage, so an unlabelled Job's pod stays
+    Running too (a lab of its own, one node)."""
+    workdir, state = start_lab("allot-k8s-lab-jobs-run-", "--nodes", "1", "--job-pods-run")
+    lab = Lab(
+        dir=workdir,
+        kubeconfig=Path(state["kubeconfig"]),
+        server=state["server"],
+        nodes=state["nodes"],
+        gpus_per_node=state["gpus_per_node"],
+        api_client=config.new_client_from_config(config_file=state["kubeconfig"]),
+    )
+    try:
+        client.BatchV1Api(lab.api_client).create_namespaced_job(
+            "default", job("plain", None, lab.nodes[0])
+        )
+        eventually(lambda: phases(lab.core, "default", "plain") == ["Running"], "Running")
+        for _ in range(5):
+            time.sleep(1)
+            assert phases(lab.core, "default", "plain") == ["Running"]
+    finally:
+        stop_lab(lab)
