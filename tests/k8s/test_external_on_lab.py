@@ -221,3 +221,31 @@ def test_a_pod_in_a_namespace_of_no_project_waits_with_an_event_saying_why(rest,
         "the Event on the unmapped pod",
     )  # fmt: skip
     assert not kube.core.read_namespaced_pod("lost", namespace).spec.node_name
+
+
+def test_a_jobset_of_two_jobs_of_two_pods_is_one_gang_of_four(rest, kube):
+    """The JobSet controller (built into the lab, `start --jobset`) makes 2 Jobs x 2 pods; Allot
+    groups them by their top owner, the JobSet, and places the four together."""
+    rest.project("ext-set", 8)
+    namespace = kube.namespace("allot-ext-set")
+    replicated = [
+        {"name": role, "replicas": 1,
+         "template": {"spec": {"parallelism": 2, "completions": 2, "template": pod_template()}}}
+        for role in ("workers", "launchers")
+    ]  # fmt: skip
+    kube.custom.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets",
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+         "metadata": {"name": "trainer"}, "spec": {"replicatedJobs": replicated}},
+    )  # fmt: skip
+    selector = {"jobset.sigs.k8s.io/jobset-name": "trainer"}
+
+    def four_running():
+        pods = pods_of(kube.core, namespace, **selector)
+        return len(pods) == 4 and bound_running(pods)
+
+    settle_until(rest, four_running, "the JobSet's four pods Running", timeout=90)
+    rows = [j for j in rest.jobs() if j["project"] == "ext-set"]
+    assert len(rows) == 1, rows
+    assert rows[0]["pods"] == 4 and rows[0]["external"]["kind"] == "JobSet"
+    assert rows[0]["external"]["owner"] == "trainer"
