@@ -39,7 +39,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -48,7 +48,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
-from agents.kubernetes import addresses, dcgm, faults, manifests, pods, sweep
+from agents.kubernetes import addresses, adopt, dcgm, external, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
@@ -105,6 +105,9 @@ class KubernetesAgent:
         self._retry_at = float("-inf")
         self._namespaces = pods.Namespaces()  # those known to exist: created once
         self._pool: ThreadPoolExecutor | None = None  # carries out several jobs at once
+        self._owners = external.Owners(self.api, monotonic=monotonic)  # issue 33
+        self._members: dict[str, str] = {}  # external pod uid -> its workload's uid
+        self._told: dict[str, str] = {}  # external pod uid -> what `explain` last told it
         self.problem = ""  # why the cluster cannot be seen ("" when it can)
 
     # ------------------------------------------------------------------ back-off (whole agent)
@@ -218,7 +221,7 @@ class KubernetesAgent:
         """The job's status now, read from the API (the web process has no watch of its own)."""
         try:
             answer = client.CoreV1Api(self.api).list_namespaced_pod(
-                manifests.namespace_for(job.project),
+                _namespace(job),
                 label_selector=pods.selector(job.project, job.name),
                 _request_timeout=5,
             )
@@ -230,16 +233,34 @@ class KubernetesAgent:
         usage = self._utilization()
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(manifests.namespace_for(job.project),
-                                                           names))  # fmt: skip
+            status = replace(status, utilization=usage.job(_namespace(job), names))
         return status
+
+    def explain(self, waiting: Mapping[str, str]) -> None:
+        """Tell each unbound pod of the waiting external workloads why it waits (`adopt`):
+        an Event and its PodScheduled condition, when the text changes."""
+        if not waiting or self._backing_off():
+            return
+        try:
+            adopt.explain(self.api, waiting, self.watcher.all(), self._members, self._told)
+        except Unreachable:
+            return
+        except Exception as exc:
+            with contextlib.suppress(Unreachable):
+                self._tolerate("explaining why external workloads wait", exc)
+        live = {pod["metadata"].get("uid") for pod in self.watcher.all()}
+        for uid in [uid for uid in self._told if uid not in live]:
+            del self._told[uid]
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
         """The last `tail` lines of the first pod's log (empty before its container starts)."""
         try:
+            name, container = self._first_pod(job)
+            if not name:
+                return []
             answer = client.CoreV1Api(self.api).read_namespaced_pod_log(
-                manifests.pod_name(job, 0), manifests.namespace_for(job.project),
-                container="main", tail_lines=tail, _request_timeout=10, _preload_content=False,
+                name, _namespace(job), container=container, tail_lines=tail,
+                _request_timeout=10, _preload_content=False,
             )  # fmt: skip
             text = answer.data.decode("utf-8", "replace")
         except ApiException as exc:
@@ -249,6 +270,18 @@ class KubernetesAgent:
         except Exception as exc:
             return [f"(logs unavailable: {faults.describe(exc)})"]
         return text.splitlines()[-tail:] if tail else []
+
+    def _first_pod(self, job: JobSpec) -> tuple[str, str | None]:
+        """(name, container) of the job's first pod: by name for Allot's own; an external
+        one's by its labels (its first container)."""
+        if job.external is None:
+            return manifests.pod_name(job, 0), "main"
+        answer = client.CoreV1Api(self.api).list_namespaced_pod(
+            job.external.namespace, label_selector=pods.selector(job.project, job.name)
+            + ",allot.io/pod-index=0", _request_timeout=10)  # fmt: skip
+        if not answer.items:
+            return "", None
+        return answer.items[0].metadata.name, answer.items[0].spec.containers[0].name
 
     def urls(self, job: JobSpec) -> list[dict]:
         """The Ingress URL of each port of an ingress job; the node's (or load balancer's)
@@ -305,7 +338,8 @@ class KubernetesAgent:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
-        self._each(lambda job: self._start_one(job, memory), starts)
+        held = adopt.holders(self.watcher.all()) if starts else {}
+        self._each(lambda job: self._start_one(job, memory, held), starts)
 
     def _each(self, carry: Callable, items: list) -> None:
         """`carry` each item, `config.concurrency` at a time; once the API server cannot be
@@ -331,7 +365,12 @@ class KubernetesAgent:
         with self._lock:
             spec = self._stopping.get(key)
         try:
-            pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s, job=spec)
+            if spec is not None and spec.external is not None:
+                adopt.stop(self.api, *key, spec.external.namespace, self.config.grace_period_s)
+            else:
+                pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s, job=spec)
+                if spec is None:
+                    self._stop_adopted(key)
         except Exception as exc:
             self._stop_failed(key, exc)
             return
@@ -340,6 +379,18 @@ class KubernetesAgent:
             self._stopping.pop(key, None)
             self._stop_refused.pop(key, None)
             self._retries.clear(key)
+
+    def _stop_adopted(self, key: JobKey) -> None:
+        """Delete the external pods the watch shows labelled with the job, outside the
+        project's namespace (a stop whose spec this process does not know)."""
+        home = manifests.namespace_for(key[0])
+        namespaces = {
+            pod["metadata"].get("namespace")
+            for pod in self.watcher.snapshot()
+            if _job_key(pod) == key and not external.managed(pod)
+        } - {home}
+        for namespace in sorted(namespaces):
+            adopt.stop(self.api, *key, namespace, self.config.grace_period_s)
 
     def _stop_failed(self, key: JobKey, exc: Exception) -> None:
         """Back the stop off, or give it up when no retry can help (issue 25 item 1): a moving
@@ -359,8 +410,19 @@ class KubernetesAgent:
             if self._moving.pop(key, None) is not None:
                 self._refused[key] = f"could not be moved: {message}"
 
-    def _start_one(self, job: JobSpec, memory: dict[str, int]) -> None:
+    def _start_one(self, job: JobSpec, memory: dict[str, int], held: adopt.Holders) -> None:
         try:
+            holder = adopt.holder(job, held)
+            if holder:  # issue 40: never two jobs on one device
+                raise faults.Retry(f"not started: {holder}")
+            if job.external is not None:
+                self._start_external(job)
+                with self._lock:
+                    if self._unstarted.get(job.key) == job:
+                        del self._unstarted[job.key]
+                        self._started_at[job.key] = self.monotonic()
+                        self._retries.clear(job.key)
+                return
             pods.start_job(self.api, job, memory, self.config.image_pull_policy,
                            self.config.session_secret, self._namespaces,
                            self.sessions.claim_for(job))  # fmt: skip
@@ -378,6 +440,17 @@ class KubernetesAgent:
                 del self._unstarted[job.key]
                 self._started_at[job.key] = self.monotonic()
                 self._retries.clear(job.key)
+
+    def _start_external(self, job: JobSpec) -> None:
+        """Bind the external workload's pods to the placement (`adopt.start`)."""
+        assert job.external is not None
+        uid = job.external.uid
+        cached = self.watcher.all()
+        if uid not in self._members.values():
+            _, self._members = external.workloads(cached, self._owners)
+        members = [pod for pod in cached
+                   if self._members.get(pod["metadata"].get("uid", "")) == uid]  # fmt: skip
+        adopt.start(self.api, job, members)
 
     def _start_failed(self, job: JobSpec, exc: Exception) -> None:
         """Back the start off, or fail the job with the API's message when no retry can help."""
@@ -511,8 +584,22 @@ class KubernetesAgent:
                      usage: dcgm.GpuUtilization | None = None) -> Observation:  # fmt: skip
         jobs = self._job_statuses(usage) if not self.problem else self._as_last_seen()
         synced = not self.problem and self.watcher.synced.is_set() and not self.watcher.error
+        found: tuple = ()
+        if nodes and not self.problem:
+            cached = self.watcher.all()
+            held = external.outside(cached)
+            nodes = tuple(replace(node, outside_gpus=held[node.name][0],
+                                  outside_cpu_millis=held[node.name][1],
+                                  outside_memory_mib=held[node.name][2])
+                          if node.name in held else node for node in nodes)  # fmt: skip
+            try:
+                workloads, self._members = external.workloads(cached, self._owners)
+                found = tuple(workloads)
+            except Exception as exc:  # an owner unreadable: the view is partial this cycle
+                self._tolerate("reading the owners of external pods", exc)
+                synced = False
         return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem,
-                           synced=synced)  # fmt: skip
+                           synced=synced, workloads=found)  # fmt: skip
 
     def _nodes_offline(self) -> tuple[NodeStatus, ...]:
         return ()  # nothing is known: the portal keeps the nodes as they were
@@ -578,8 +665,8 @@ class KubernetesAgent:
     def _vanished_pods(self, key: JobKey, found: list[dict]) -> list[str]:
         """The names of the started job's pods that the watch no longer sees."""
         spec = self._specs.get(key)
-        if spec is None or not self._settled(key):
-            return []
+        if spec is None or spec.external is not None or not self._settled(key):
+            return []  # an external job's pods are named by their owner
         names = {pod["metadata"]["name"] for pod in found}
         expected = [manifests.pod_name(spec, index) for index in range(len(spec.placement))]
         return [name for name in expected if name not in names]
@@ -600,6 +687,13 @@ class KubernetesAgent:
         self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}))
                             for node in self._nodes)  # fmt: skip
         return usage
+
+
+def _namespace(job: JobSpec) -> str:
+    """Where the job's pods are: the project's namespace, or the external workload's."""
+    return (
+        job.external.namespace if job.external is not None else manifests.namespace_for(job.project)
+    )
 
 
 def _grouped(cached: list[dict]) -> dict[JobKey, list[dict]]:
