@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -26,6 +27,8 @@ from kubernetes.client.exceptions import ApiException
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import faults, manifests, pods
 from agents.kubernetes.external import live
+
+logger = logging.getLogger(__name__)
 
 EVENT_REASON = "AllotWaiting"
 CONDITION_REASON = "Unschedulable"
@@ -142,11 +145,31 @@ def _quietly(call, *args) -> None:
 
 def stop(api: client.ApiClient, project: str, name: str, namespace: str,
          grace_period_s: int) -> None:  # fmt: skip
-    """Delete the job's pods in the workload's namespace (by label): their owner recreates
-    them, and they wait for Allot again."""
+    """Evict the job's pods in the workload's namespace (by label): their owner recreates them,
+    and they wait for Allot again.
+
+    Each pod first gets the condition `DisruptionTarget` (reason `PreemptionByScheduler`), as
+    kube-scheduler marks the pods it preempts, then is deleted: a Job whose `podFailurePolicy`
+    ignores disruptions does not count the eviction against its `backoffLimit` and makes the new
+    pod at once (without it, the Job controller waits its back-off: 10 s doubling)."""
     core = client.CoreV1Api(api)
+    selector = pods.selector(project, name)
+    for pod in core.list_namespaced_pod(namespace, label_selector=selector).items:
+        if pod.metadata.deletion_timestamp is not None:
+            continue
+        condition = {"type": "DisruptionTarget", "status": "True",
+                     "reason": "PreemptionByScheduler",
+                     "message": f"Allot evicts {project}/{name} (reclaim, preemption or a stop)",
+                     "lastTransitionTime": _now()}  # fmt: skip
+        try:
+            core.patch_namespaced_pod_status(pod.metadata.name, namespace,
+                                             {"status": {"conditions": [condition]}})  # fmt: skip
+        except ApiException as exc:  # the eviction goes on; the owner may count it a failure
+            if exc.status != 404:
+                logger.warning("marking %s/%s as disrupted: %s", namespace, pod.metadata.name,
+                               faults.describe(exc))  # fmt: skip
     pods.delete_labelled(core.delete_collection_namespaced_pod, core.list_namespaced_pod,
-                         core.delete_namespaced_pod, namespace, pods.selector(project, name),
+                         core.delete_namespaced_pod, namespace, selector,
                          grace_period_seconds=grace_period_s)  # fmt: skip
 
 

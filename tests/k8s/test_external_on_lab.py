@@ -78,6 +78,13 @@ def pod_template(gpus: int = 1, labels: dict | None = None) -> dict:
     }
 
 
+def bare_pod(name: str, gpus: int = 1) -> dict:
+    """A Pod of its own (no owner) asking for Allot."""
+    made = pod_template(gpus)
+    made["metadata"]["name"] = name
+    return made
+
+
 def pods_of(core, namespace: str, **selector) -> list[client.V1Pod]:
     label = ",".join(f"{k}={v}" for k, v in selector.items()) or None
     found = core.list_namespaced_pod(namespace, label_selector=label).items
@@ -107,8 +114,7 @@ def settle_until(rest: Rest, check, what: str, timeout: float = 60):
 def test_a_plain_pod_is_bound_by_allot_and_shown_under_its_project(rest, kube):
     rest.project("ext-pod", 4)
     namespace = kube.namespace("allot-ext-pod")
-    kube.core.create_namespaced_pod(namespace, {"metadata": {"name": "solo"},
-                                                **pod_template()})  # fmt: skip
+    kube.core.create_namespaced_pod(namespace, bare_pod("solo"))  # fmt: skip
     settle_until(rest, lambda: bound_running(pods_of(kube.core, namespace)), "solo Running")
     job = rest.status_becomes("ext-pod", "solo", "Running")
     assert job["external"] == {"namespace": namespace, "kind": "Pod", "owner": "solo"}
@@ -190,6 +196,9 @@ def test_reclaim_evicts_an_external_borrower_whose_new_pods_wait_with_a_reason(r
     kube.batch.create_namespaced_job(namespace, {
         "metadata": {"name": "borrow"},
         "spec": {"parallelism": 16, "completions": 16, "backoffLimit": 100,
+                 # as Kueue's and Allot's docs advise: an eviction is not the pod's failure
+                 "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
+                     {"type": "DisruptionTarget"}]}]},
                  "template": pod_template()},
     })  # fmt: skip
 
@@ -213,7 +222,7 @@ def test_reclaim_evicts_an_external_borrower_whose_new_pods_wait_with_a_reason(r
 
 def test_a_pod_in_a_namespace_of_no_project_waits_with_an_event_saying_why(rest, kube):
     namespace = kube.namespace("research-unmapped")
-    kube.core.create_namespaced_pod(namespace, {"metadata": {"name": "lost"}, **pod_template()})
+    kube.core.create_namespaced_pod(namespace, bare_pod("lost"))
     settle_until(
         rest,
         lambda: any("belongs to no Allot project" in m
