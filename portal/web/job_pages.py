@@ -24,7 +24,7 @@ from rest_framework.exceptions import APIException
 from agents.sessions import session_path
 from portal import access
 from portal.api.serializers.jobs import JobSerializer
-from portal.jobs import grants, queries, services
+from portal.jobs import grants, queries, resources, services
 from portal.jobs.models import (
     ACTIVE,
     ENDED,
@@ -54,9 +54,11 @@ from portal.web.forms import (
     WORDS,
     field_errors,
     form_input,
+    in_labels,
 )
 from portal.web.sessions import open_later, take_open
 from scheduler.bands import band_for
+from scheduler.quantity import format_cpu, format_memory
 
 JOB_FIELDS = {
     "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": INTEGER, "type": TEXT,
@@ -135,23 +137,91 @@ def jobs(request: HttpRequest) -> HttpResponse:
     )  # fmt: skip
 
 
+# The submit form's labels, which its error messages use instead of the API's field names
+# (issue 34 item 5: "give gpus or gpu_memory, not both" named fields the form does not show).
+JOB_LABELS = {
+    "gpus": "GPUs per pod", "gpu_memory": "GPU memory per pod", "cpu_limit": "CPU limit per pod",
+    "memory_limit": "Memory limit per pod", "estimate_s": "Estimated run time",
+    "service_type": "Expose ports as", "secret_environment": "Secret environment",
+    # "cpu" and "memory" are also words of prose ("40 GiB memory"): only these phrases
+    "cpu request": "CPU per pod", "memory request": "Memory per pod",
+    "cpu or memory": "CPU per pod or Memory per pod",
+}  # fmt: skip
+# How the submit form asks for GPUs: a number of GPUs, or a share of one by its memory; the
+# other field is not sent (the API takes one of the two, never both).
+GPUS_BY = ("gpus", "gpu_memory")
+
+
+def _preferred_project(user, projects: list) -> str:
+    """The project the forms preselect: the one of the user's last job among `projects`, else
+    the first they are a member of, else the first (a cluster admin may submit anywhere)."""
+    names = [project.name for project in projects]
+    last = (Job.objects.filter(user=user, project__name__in=names).order_by("-id")
+            .values_list("project__name", flat=True).first())  # fmt: skip
+    if last is not None:
+        return last
+    member = set(user.memberships.values_list("project__name", flat=True))
+    return next((name for name in names if name in member), names[0] if names else "")
+
+
+def _project_defaults(projects: list) -> list[dict]:
+    """Each project with the CPU and memory a job of it gets when the form leaves them empty,
+    as the form writes them ("4", "32Gi"): the hints of the CPU and memory fields."""
+    rows = []
+    for project in projects:
+        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_mib(project)
+        rows.append({
+            "name": project.name, "cpu": format_cpu(cpu) if cpu else "",
+            "memory": format_memory(memory) if memory else "",
+            "cpu_hint": f"{project.name}'s default, {format_cpu(cpu)}" if cpu else "none asked",
+            "memory_hint": (f"{project.name}'s default, {format_memory(memory)}" if memory
+                            else "none asked"),
+        })  # fmt: skip
+    return rows
+
+
+def _gpu_request(post, data: dict, errors: dict) -> str:
+    """Keeps in `data` only the GPU field the form's choice names (`gpus_by`) and returns that
+    choice; a chosen field left empty is an error in the form's words. A post without the
+    choice keeps both, for the API's check."""
+    chosen = post.get("gpus_by")
+    if chosen not in GPUS_BY:
+        return "gpu_memory" if post.get("gpu_memory", "").strip() else "gpus"
+    data.pop(GPUS_BY[1 - GPUS_BY.index(chosen)], None)
+    if chosen == "gpu_memory" and not post.get("gpu_memory", "").strip():
+        errors.setdefault("gpu_memory", []).append(
+            "give the GPU memory each pod needs, such as 20Gi, or ask for GPUs instead"
+        )
+    return chosen
+
+
 @login_required
 def job_new(request: HttpRequest) -> HttpResponse:
-    """The submit form: every field of `POST /api/v1/jobs/`, fractions included."""
+    """The submit form: every field of `POST /api/v1/jobs/`, fractions included. It asks for
+    GPUs or for GPU memory (one of the two), preselects the user's own project, and hints the
+    chosen project's CPU and memory defaults (issue 34 item 5)."""
     projects = _submittable(request.user)
-    errors, values = {}, {"gpus": "1", "pods": "1", "type": JobType.TRAIN}
+    chosen = request.GET.get("project") or _preferred_project(request.user, projects)
+    errors = {}
+    values = {"gpus": "1", "pods": "1", "type": JobType.TRAIN, "project": chosen,
+              "gpus_by": "gpus"}  # fmt: skip
     if request.method == "POST":
-        values = request.POST
+        values = request.POST.dict()
         data, errors = form_input(request.POST, JOB_FIELDS)
+        values["gpus_by"] = _gpu_request(request.POST, data, errors)
         if not errors:
             job, errors = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Job {job.name} submitted.")
                 return redirect("job-detail", project=job.project.name, name=job.name)
+        errors = in_labels(errors, JOB_LABELS)
+    defaults = _project_defaults(projects)
+    shown = next((d for d in defaults if d["name"] == values.get("project")), None)
     return render(
         request,
         "web/job_form.html",
-        {"page": "jobs", "values": values, "errors": errors, "projects": projects,
+        {"page": "jobs", "values": values, "errors": errors, "projects": defaults,
+         "defaults": shown or (defaults[0] if defaults else None),
          "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
     )  # fmt: skip
 
@@ -161,8 +231,8 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
     """Launch Jupyter: an interactive job with port 8888, opened through the portal."""
     projects = _submittable(request.user)
     errors = {}
-    values = {"gpus": "0.5", "image": JUPYTER_IMAGE,
-              "project": projects[0].name if projects else ""}  # fmt: skip
+    chosen = request.GET.get("project") or _preferred_project(request.user, projects)
+    values = {"gpus": "0.5", "image": JUPYTER_IMAGE, "project": chosen}
     if request.method == "POST":
         values = request.POST
         data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": FLOAT,
