@@ -78,15 +78,20 @@ class _Request:
 
 
 def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict]:
-    """(job, {}) when submitted, else (None, errors by field)."""
+    """(job, {}) when submitted, else (None, errors by field). What the REST answer's
+    `warnings` would say of the job (it waits for a larger node, or never starts under its
+    project's limit: issue 34 item 6) is a warning on the next page."""
     serializer = JobSerializer(data=data, context={"request": _Request(request.user)})
     try:
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
         project = fields.pop("project")
-        return services.submit_job(request.user, project, **fields), {}
+        job = services.submit_job(request.user, project, **fields)
     except APIException as exc:
         return None, field_errors(exc)
+    for warning in serializer.context.get("warnings", {}).get((project.name, job.name), []):
+        messages.warning(request, f"{job.name}: {warning}.")
+    return job, {}
 
 
 def _submittable(user) -> list:
