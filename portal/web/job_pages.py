@@ -23,6 +23,8 @@ from rest_framework.exceptions import APIException
 
 from agents.sessions import session_path
 from portal import access
+from portal.api import dry_run
+from portal.api.dry_run import Preview
 from portal.api.serializers.jobs import JobSerializer
 from portal.jobs import grants, queries, resources, services
 from portal.jobs.models import (
@@ -77,21 +79,28 @@ class _Request:
         self.user = user
 
 
-def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict]:
-    """(job, {}) when submitted, else (None, errors by field). What the REST answer's
-    `warnings` would say of the job (it waits for a larger node, or never starts under its
-    project's limit: issue 34 item 6) is a warning on the next page."""
+def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict, Preview | None]:
+    """(job, {}, None) when submitted, else (None, errors by field, None), or (None, {},
+    preview) when the job would stop running jobs and the form has not confirmed it yet
+    (issue 34 item 2: a notebook preempted a teammate's training job without a word; the form
+    names them from a dry run of the next cycle and asks). What the REST answer's `warnings`
+    would say of the job (it waits for a larger node, or never starts under its project's
+    limit: issue 34 item 6) is a warning on the next page."""
     serializer = JobSerializer(data=data, context={"request": _Request(request.user)})
     try:
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
+        if request.POST.get("confirmed") != "1":
+            seen = dry_run.preview(request.user, fields)
+            if seen.disruptions:
+                return None, {}, seen
         project = fields.pop("project")
         job = services.submit_job(request.user, project, **fields)
     except APIException as exc:
-        return None, field_errors(exc)
+        return None, field_errors(exc), None
     for warning in serializer.context.get("warnings", {}).get((project.name, job.name), []):
         messages.warning(request, f"{job.name}: {warning}.")
-    return job, {}
+    return job, {}, None
 
 
 def _submittable(user) -> list:
@@ -207,7 +216,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     chosen project's CPU and memory defaults (issue 34 item 5)."""
     projects = _submittable(request.user)
     chosen = request.GET.get("project") or _preferred_project(request.user, projects)
-    errors = {}
+    errors, preview = {}, None
     values = {"gpus": "1", "pods": "1", "type": JobType.TRAIN, "project": chosen,
               "gpus_by": "gpus"}  # fmt: skip
     if request.method == "POST":
@@ -215,7 +224,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         data, errors = form_input(request.POST, JOB_FIELDS)
         values["gpus_by"] = _gpu_request(request.POST, data, errors)
         if not errors:
-            job, errors = _submit(request, data)
+            job, errors, preview = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Job {job.name} submitted.")
                 return redirect("job-detail", project=job.project.name, name=job.name)
@@ -226,7 +235,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
         request,
         "web/job_form.html",
         {"page": "jobs", "values": values, "errors": errors, "projects": defaults,
-         "defaults": shown or (defaults[0] if defaults else None),
+         "defaults": shown or (defaults[0] if defaults else None), "preview": preview,
          "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
     )  # fmt: skip
 
@@ -235,7 +244,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
 def jupyter_new(request: HttpRequest) -> HttpResponse:
     """Launch Jupyter: an interactive job with port 8888, opened through the portal."""
     projects = _submittable(request.user)
-    errors = {}
+    errors, preview = {}, None
     chosen = request.GET.get("project") or _preferred_project(request.user, projects)
     values = {"gpus": "0.5", "image": JUPYTER_IMAGE, "project": chosen}
     if request.method == "POST":
@@ -248,13 +257,14 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
                                       f"jupyter-{request.user.get_username()}")  # fmt: skip
         data |= {"type": JobType.INTERACTIVE, "ports": [JUPYTER_PORT]}
         if not errors:
-            job, errors = _submit(request, data)
+            job, errors, preview = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Jupyter {job.name} is starting.")
                 lab = session_path(job.project.name, job.name) + "lab"
                 open_later(request, job.project.name, job.name, lab)  # the page opens it
                 return redirect("job-detail", project=job.project.name, name=job.name)
-    context = {"page": "jobs", "values": values, "errors": errors, "projects": projects}
+    context = {"page": "jobs", "values": values, "errors": errors, "projects": projects,
+               "preview": preview}  # fmt: skip
     return render(request, "web/jupyter_form.html", context)
 
 
