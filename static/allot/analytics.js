@@ -45,20 +45,31 @@
     const r = range();
     if (!r) { refuse("Choose both ends of the custom range."); return; }
     if (r.from >= r.to) { refuse("The range ends before it starts: choose a From earlier than the To."); return; }
-    const params = query(r);
-    csv.href = "/api/v1/analytics/allocation/?" + params + "&format=csv";
+    csv.href = "/api/v1/analytics/allocation/?" + query(r) + "&format=csv";
     status.textContent = "loading…";
-    const response = await fetch("/api/v1/analytics/allocation/?" + params, { headers: { Accept: "application/json" } });
-    const body = await response.json();
-    if (!response.ok) {
+    const get = async (from) => {
+      const response = await fetch("/api/v1/analytics/allocation/?" + query({ ...r, from }),
+                                   { headers: { Accept: "application/json" } });
+      return [response.ok, await response.json()];
+    };
+    let [ok, body] = await get(r.from);
+    if (!ok) {
       refuse(Object.entries(body).map(([field, reasons]) => `${field}: ${[].concat(reasons).join(" ")}`).join("; "));
       return;
+    }
+    // Data younger than the range (a fresh install) is asked again from its first sample, so
+    // the API picks a step fine enough to draw it, not one point per 5 minutes (issue 34 item 10).
+    let first = sampled(body).indexOf(true);
+    let since = "";
+    if (first > 0) {
+      const [again, finer] = await get(new Date(body.times[first]));
+      if (again && sampled(finer).indexOf(true) >= 0) body = finer;
+      const start = Math.max(0, sampled(body).indexOf(true));
+      since = ` · data since ${new Date(body.times[start]).toLocaleString()}`;
     }
     problem.hidden = true;
     draw(body);
     const stepText = body.step_s >= 3600 ? body.step_s / 3600 + " h" : body.step_s >= 60 ? body.step_s / 60 + " min" : body.step_s + " s";
-    const first = sampled(body).indexOf(true);
-    const since = first > 0 ? ` · data since ${new Date(body.times[first]).toLocaleString()}` : "";
     status.textContent = first < 0 ? "no data yet" :
       `one point per ${stepText} · ${body.projects.length} project${body.projects.length === 1 ? "" : "s"}${since}`;
     clearTimeout(timer);

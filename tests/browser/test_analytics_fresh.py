@@ -48,6 +48,7 @@ def test_a_project_has_one_colour_and_the_range_starts_at_the_data(
     sign_in(page, server, "bob")
     page.goto(server.url + "/analytics/")
     expect(page.locator("#status")).to_contain_text("data since")
+    expect(page.locator("#status")).not_to_contain_text("one point per 5 min")  # drawn finer
     colours = page.evaluate("""() => Object.fromEntries(document.getElementById('allocation-chart')
         .data.filter((t) => !t.name.endsWith(' quota')).map((t) => [t.name, t.line.color]))""")
     assert colours["vision"] == PALETTE[1]  # the 2nd project made, wherever it is listed
