@@ -5,7 +5,7 @@
   let skew = 0; // browser clock minus server clock, so run and wait times tick correctly
   let current = null;
 
-  const gpus = (x) => (x == null ? "–" : String(Math.round(x * 100) / 100));
+  const gpus = window.Allot.format.gpus; // one spelling on every page (portal/core/formats.py)
   const pct = (x) => (x == null ? "–" : Math.round(x * 100) + " %");
   function duration(seconds) {
     const s = Math.max(0, Math.round(seconds));
@@ -37,8 +37,7 @@
   const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
 
   // CPU and memory beside GPUs (issue 26): millicores as cores, MiB as GiB
-  function cores(millis) { return `${Math.round(millis / 100) / 10} cores`; }
-  function memory(mib) { return mib >= 1024 ? `${Math.round(mib / 102.4) / 10} GiB` : `${mib} MiB`; }
+  const { cores, memory } = window.Allot.format;
   function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
 
   function tile(name, value, sub) {
@@ -50,11 +49,13 @@
   function renderTiles(ov) {
     const c = ov.cluster;
     tile("nodes", c.nodes, `${c.ready_nodes} ready`);
-    tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes` +
-      (c.failed_gpus ? `, ${c.failed_gpus} failed` : "") +
+    // in service: a failed GPU is not counted as one the cluster has (issue 34 item 11)
+    tile("gpus", gpus(c.gpus - (c.failed_gpus || 0)), `${gpus(c.ready_gpus)} on ready nodes` +
+      (c.failed_gpus ? `; ${c.failed_gpus} failed, out of service (${gpus(c.gpus)} installed)` : "") +
       (c.outside_gpus ? `, ${c.outside_gpus} used outside Allot` : ""));
+    const inService = c.gpus - (c.failed_gpus || 0);
     tile("allocated", gpus(c.allocated_gpus),
-      c.gpus ? `${Math.round((100 * c.allocated_gpus) / c.gpus)} % of the cluster` : "");
+      inService ? `${Math.round((100 * c.allocated_gpus) / inService)} % of the GPUs in service` : "");
     tile("idle", gpus(c.idle_allocated_gpus));
     tile("utilization", pct(c.utilization),
       c.utilization == null ? "not measured" : (c.utilization_simulated ? "simulated" : "all GPUs, idle ones at 0"));
@@ -216,7 +217,7 @@
         return el("div", { class: "device" + (d.failed ? " failed" : "") + (d.outside ? " outside" : ""), title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },
           ...stack(d.jobs),
-          el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
+          el("span", null, String(d.index))); // its index always; a fraction's share is in the title
       });
       const state = !n.ready ? "not ready" : (!n.schedulable ? "cordoned" : "ready");
       return el("article", { class: "node" + (!n.ready ? " down" : (n.schedulable ? "" : " cordoned")), data: { node: n.name } },

@@ -24,7 +24,11 @@ from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_
 from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
 from portal.scheduling.agent import job_urls
+from portal.scheduling.snapshot import load_departments, load_nodes, load_projects
 from portal.tenancy.models import Project
+from scheduler import Job as QueuedJob
+from scheduler import Snapshot
+from scheduler.eta import cannot_start
 from scheduler.quantity import cores_text, memory_text
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -217,7 +221,8 @@ class JobSerializer(StrictModelSerializer):
     urls = serializers.SerializerMethodField()
     warnings = serializers.SerializerMethodField(
         help_text="in the answer to a submission: what was accepted but will keep the job "
-        "waiting (no node large enough today); empty otherwise"
+        "waiting (no node large enough today, or a total above its project's or department's "
+        "limit, naming it); empty otherwise"
     )
     eta = serializers.DateTimeField(
         source="shown_eta",
@@ -448,6 +453,12 @@ class JobSerializer(StrictModelSerializer):
                 "waits until one joins"
             )
         warnings += _larger_than_every_node(attrs, cluster)
+        never = _never_starts(self.context, attrs)
+        if never:  # told at once, as the ETA refresh tells it later (not "the next cycle")
+            attrs["eta_kind"], attrs["eta_note"] = "never", never[:200]
+            warnings.append(
+                f"never starts as submitted: {never.removeprefix('cannot start: ')}{NEVER_STARTS}"
+            )
         if warnings:
             project = attrs.get("project")
             key = (getattr(project, "name", project), attrs.get("name"))
@@ -485,6 +496,40 @@ class JobSerializer(StrictModelSerializer):
             raise serializers.ValidationError({"gpus": ["This field is required."]})
         if attrs["gpus"] == 0 and not (attrs.get("cpu_millis") or attrs.get("memory_mib")):
             raise serializers.ValidationError({"gpus": [ZERO_GPUS]})
+
+
+NEVER_STARTS = "; it is accepted and stays pending until the limit or quota is raised"
+
+
+def _never_starts(context: dict, attrs: dict) -> str | None:
+    """Why ("cannot start: ...") the job can never start as submitted, whatever ends, or None
+    (issue 34 item 6: 20 cores in a project limited to 16 were accepted without a word): its
+    total above its project's or department's GPU, CPU or memory limit, or an interactive job
+    above a quota - in the words of the scheduler's own `cannot_start`, which the ETA refresh
+    writes too.
+
+    Accepted with this warning, not refused: as KAI keeps such a job pending and Kueue keeps
+    its workload inadmissible, since limits and quotas are an admin's to change and a job
+    refused now could run after; the REST answer (`warnings`) and the page say it at submit.
+    Pods larger than every node are warned about by `_larger_than_every_node`."""
+    project = attrs.get("project")
+    if not isinstance(project, Project):
+        return None
+    if "queues" not in context:  # once per request: a bulk's jobs share it
+        departments = load_departments()
+        projects, _ = load_projects({department.name for department in departments})
+        context["queues"] = Snapshot(nodes=load_nodes(), projects=projects,
+                                     departments=departments)  # fmt: skip
+    job = QueuedJob(
+        project.name, attrs.get("name", ""), float(attrs["gpus"]), attrs.get("pods", 1),
+        attrs.get("type", JobType.TRAIN), attrs.get("priority"),
+        cpu_millis=attrs.get("cpu_millis") or 0, memory_mib=attrs.get("memory_mib") or 0,
+        gpu_memory_mib=attrs.get("gpu_memory_mib"),
+    )  # fmt: skip
+    note = cannot_start(context["queues"], job)
+    if note is None or not note.startswith("cannot start: "):  # "cannot start until" a node
+        return None
+    return note
 
 
 def _larger_than_every_node(attrs: dict, cluster: dict) -> list[str]:

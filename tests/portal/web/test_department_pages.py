@@ -119,7 +119,7 @@ def test_the_departments_page_shows_gpus_held_and_fair_share_and_weights_as_quot
     listing = browser(cluster_admin).get("/departments/").content.decode()
     row = listing.split('data-department="dept-d"')[1].split("</tr>")[0]
     assert '<td class="num gpus-held">4</td>' in row
-    assert '<td class="num fair-share">5.50</td>' in row
+    assert '<td class="num fair-share">5.5</td>' in row
     assert "= quota" in row
     projects = browser(cluster_admin).get("/projects/").content.decode()
     assert "= quota" in projects.split('data-project="team-a"')[1].split("</tr>")[0]

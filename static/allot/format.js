@@ -1,0 +1,30 @@
+/* One spelling per quantity kind on the live pages, by the rules of portal/core/formats.py,
+   which spells the server-rendered ones (issue 34 item 11: 0.63, 0.62 and 0.625 for one
+   request on one page). Loaded first, without defer, so every page's script may use it. */
+window.Allot = window.Allot || {};
+/* A project's colour, the same on every chart (portal/web/colours.py hands the map to the page
+   as #project-colours); a key without one (a user, a department) takes the palette in turn. */
+window.Allot.colour = (function () {
+  "use strict";
+  const PALETTE = ["#2f6fbd", "#e07a1f", "#2a9d5c", "#b3261e", "#6b3fa0", "#8c564b", "#d6489f", "#5f6b7a", "#a39b00", "#17a2b8"];
+  let map = null;
+  return (name, index) => {
+    if (map === null) {
+      const node = document.getElementById("project-colours");
+      map = node ? JSON.parse(node.textContent) : {};
+    }
+    return map[name] || PALETTE[(index || 0) % PALETTE.length];
+  };
+})();
+window.Allot.format = (function () {
+  "use strict";
+  // half up on the decimal digits as written: "1.005e2" is 100.5, where 1.005 * 100 is 100.49...
+  const round2 = (x) => Number(Math.round(Number(`${x}e2`)) + "e-2");
+  return {
+    gpus: (x) => (x == null ? "\u2013" : String(round2(Number(x)))),                // 0.625 -> 0.63
+    gpusText: (x) => { const t = String(round2(Number(x))); return Number(t) <= 1 ? `${t} GPU` : `${t} GPUs`; },
+    gpuHours: (x) => (x == null ? "\u2013" : round2(Number(x)).toFixed(2)),         // 0 -> 0.00
+    cores: (millis) => (millis === 1000 ? "1 core" : `${Math.round(millis) / 1000} cores`),
+    memory: (mib) => (!mib ? "0 GiB" : mib >= 1024 ? `${round2(mib / 1024)} GiB` : `${mib} MiB`),
+  };
+})();
