@@ -135,7 +135,7 @@ class Stack:
 
     def _spawn(self, i: int, command: list[str]) -> subprocess.Popen:
         binary = Path(sys.executable).parent / command[0]
-        log = open(self.logs / f"{i}-{command[0]}.log", "w")  # noqa: SIM115 (closed with the process)
+        log = open(self.logs / f"{i}-{command[0]}.log", "a")  # noqa: SIM115 (closed with the process)
         return subprocess.Popen(
             [str(binary), *command[1:]], cwd=ROOT, env=self.environment(), stdout=log,
             stderr=subprocess.STDOUT,
