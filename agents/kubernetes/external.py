@@ -282,9 +282,12 @@ def group_of(pod: dict, owners: Owners) -> tuple[ExternalRef, dict | None]:
     metadata = pod["metadata"]
     namespace = metadata.get("namespace", "")
     chain = owners.chain(pod)
-    if not chain or chain[0].get("kind") in ALONE:
+    if not chain:
         return ExternalRef(namespace, "Pod", metadata["name"], metadata.get("uid", "")), None
     top = chain[-1]
+    if chain[0].get("kind") in ALONE:  # each pod its own group, named by its Deployment
+        return ExternalRef(namespace, top["kind"], top["metadata"]["name"],
+                           metadata.get("uid", "")), None  # fmt: skip
     return ExternalRef(namespace, top["kind"], top["metadata"]["name"], top["metadata"]["uid"]), top
 
 

@@ -41,6 +41,7 @@ from portal.tenancy.models import Project
 
 logger = logging.getLogger(__name__)
 
+PER_POD = frozenset({"Deployment", "ReplicaSet"})  # kinds whose pods are placed one by one
 GONE_GRACE_S = 10.0  # a group seen again within this is the same run (its pods being remade)
 _gone_since: dict[str, float] = {}  # uid -> when this process first missed it
 
@@ -199,9 +200,13 @@ def _forget(job_id: int) -> None:
 
 
 def _free_name(project: Project, workload: Workload) -> str:
-    """A job name for the workload: its owner's name when it is a free DNS label of at most
-    NAME_MAX characters, else a cut of it with a hash of the group's uid."""
-    base = "".join(c if c.isalnum() or c == "-" else "-" for c in workload.ref.owner.lower())
+    """A job name for the workload: its owner's name (a Deployment's pod: the pod's) when it is
+    a free DNS label of at most NAME_MAX characters, else a cut of it with a hash of the group's
+    uid."""
+    owner = workload.ref.owner
+    if workload.ref.kind in PER_POD and len(workload.pods) == 1:  # each pod is its own job
+        owner = workload.pods[0].name
+    base = "".join(c if c.isalnum() or c == "-" else "-" for c in owner.lower())
     base = base.strip("-") or "workload"
     taken = Job.objects.filter(project=project, name=base[:NAME_MAX]).exists()
     if len(base) <= NAME_MAX and not taken:

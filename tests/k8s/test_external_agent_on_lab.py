@@ -99,7 +99,10 @@ def test_a_bare_pod_a_job_and_a_deployment_are_grouped_by_top_owner(portal_on_la
 
     found = eventually(all_pods, "the 8 pods as workloads")
     by_kind = sorted((w.ref.kind, w.size, len(w.pods)) for w in found)
-    assert by_kind == [("Job", 4, 4), ("Pod", 1, 1), ("Pod", 1, 1), ("Pod", 1, 1), ("Pod", 1, 1)]
+    assert by_kind == [
+        ("Deployment", 1, 1), ("Deployment", 1, 1), ("Deployment", 1, 1), ("Job", 4, 4),
+        ("Pod", 1, 1),
+    ]  # fmt: skip
     job = next(w for w in found if w.ref.kind == "Job")
     assert job.ref.owner == "train" and not job.complete
     assert (job.gpus, job.cpu_millis, job.memory_mib) == (1.0, 500, 256)

@@ -77,9 +77,13 @@ def test_a_deployments_pods_stand_alone_and_a_statefulset_is_one_group_of_its_po
     sts = owner("StatefulSet", "db", "apps/v1")
     pods = [pod("web-1-a", replicas), pod("web-1-b", replicas), pod("db-0", sts), pod("db-1", sts)]
     found, _ = external.workloads(pods, FakeOwners([deploy, replicas, sts]))
-    shapes = sorted((w.ref.kind, w.ref.owner, w.size, len(w.pods)) for w in found)
-    assert shapes == [("Pod", "web-1-a", 1, 1), ("Pod", "web-1-b", 1, 1),
-                      ("StatefulSet", "db", 2, 2)]  # fmt: skip
+    shapes = sorted((w.ref.kind, w.ref.owner, w.pods[0].name, w.size, len(w.pods)) for w in found)
+    assert shapes == [
+        ("Deployment", "web", "web-1-a", 1, 1),
+        ("Deployment", "web", "web-1-b", 1, 1),
+        ("StatefulSet", "db", "db-0", 2, 2),
+    ]
+    assert len({w.ref.uid for w in found}) == 3  # a Deployment's pods: a group each
 
 
 def test_annotations_set_the_gang_allots_first_then_kais_then_kueues():
