@@ -164,3 +164,32 @@ def test_fractions_of_one_device_may_share_it():
     whole = JobSpec("p", "k", (PodSpec("n", (2,)),), NOW)
     assert adopt.holder(half, held) == ""
     assert "n device 2 is held by pod team-x/f" in adopt.holder(whole, held)
+
+
+def test_a_gang_whose_bind_fails_is_left_with_no_pod_bound_and_none_labelled(agent, cluster):
+    """All or none: the pod bound before the failure is deleted (its owner makes a new one),
+    the one labelled but not bound is unlabelled, and the start is tried again later."""
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for name in ("w-0", "w-1"):
+        made = pod(name)
+        made["spec"]["nodeName"] = None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+    cluster.fail_binding = {"w-1"}
+    ref = ExternalRef("team-x", "Job", "w", "uid-w")
+    spec = JobSpec("p", "gang", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ref)  # fmt: skip
+    members = [cluster.pods[("team-x", name)] for name in ("w-0", "w-1")]
+    try:
+        adopt.start(agent.api, spec, [dict(m, status={"phase": "Pending"}) for m in members])
+    except Exception as exc:
+        assert "500" in str(exc)
+    else:
+        raise AssertionError("the failed bind was not raised")
+    assert ("team-x", "w-0") not in cluster.pods  # bound, then deleted
+    left = cluster.pods[("team-x", "w-1")]
+    assert not left["spec"].get("nodeName")
+    assert "allot.io/job" not in left["metadata"]["labels"]
+    assert "allot.io/node" not in left["metadata"]["annotations"]
