@@ -243,8 +243,6 @@ class KubernetesAgent:
             return
         try:
             adopt.explain(self.api, waiting, self.watcher.all(), self._members, self._told)
-        except Unreachable:
-            return
         except Exception as exc:
             with contextlib.suppress(Unreachable):
                 self._tolerate("explaining why external workloads wait", exc)
@@ -596,8 +594,9 @@ class KubernetesAgent:
                 workloads, self._members = external.workloads(cached, self._owners)
                 found = tuple(workloads)
             except Exception as exc:  # an owner unreadable: the view is partial this cycle
-                self._tolerate("reading the owners of external pods", exc)
                 synced = False
+                with contextlib.suppress(Unreachable):  # the next observe reports the outage
+                    self._tolerate("reading the owners of external pods", exc)
         return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem,
                            synced=synced, workloads=found)  # fmt: skip
 

@@ -4,6 +4,9 @@ reads them, the pods the watch keeps, and the device check of issue 40 on the fa
 
 from __future__ import annotations
 
+import pytest
+from kubernetes.client.exceptions import ApiException
+
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import adopt, external
 from agents.kubernetes.watch import kept
@@ -193,3 +196,34 @@ def test_a_gang_whose_bind_fails_is_left_with_no_pod_bound_and_none_labelled(age
     assert not left["spec"].get("nodeName")
     assert "allot.io/job" not in left["metadata"]["labels"]
     assert "allot.io/node" not in left["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiException(status=500, reason="etcd is having a bad day"),
+        ConnectionRefusedError("the API server went away"),
+    ],
+)
+def test_an_owner_the_api_fails_to_give_leaves_the_view_unsynced_not_raised(agent, cluster, error):
+    """A 500 (or a lost connection) reading an owner: the cycle's view is partial (synced
+    False), the portal decides nothing on it, and observe does not fail."""
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    made = pod("w-0", owner("Job", "w"))
+    made["spec"]["nodeName"] = None
+    with cluster.cond:
+        cluster.create("/api/v1/namespaces/team-x/pods", made)
+
+    def failing(namespace, ref):
+        raise error
+
+    agent._owners.get = failing
+    observed_view = agent.observe()
+    assert agent.watcher.wait_for(cluster.rv)
+    seen = agent.observe()
+    assert not seen.synced and seen.workloads == ()
+    agent._owners.get = lambda namespace, ref: None  # the owner is gone: the pod stands alone
+    agent._retry_at = float("-inf")  # the outage is over
+    seen = agent.observe()
+    assert seen.synced and [w.ref.kind for w in seen.workloads] == ["Pod"]
+    assert observed_view.nodes
