@@ -300,8 +300,14 @@ class KubernetesAgent:
                  "in_cluster": True} for port in job.ports]  # fmt: skip
 
     def open_shell(self, job: JobSpec) -> ExecShell:
-        """A terminal in the job's first pod through the exec stream (`allot bash`)."""
-        return open_shell(self.api, job)
+        """A terminal in the job's first pod through the exec stream (`allot bash`); an
+        external job's first pod is found by its labels."""
+        if job.external is None:
+            return open_shell(self.api, job)
+        name, container = self._first_pod(job)
+        if not name:
+            raise ApiException(status=404, reason=f"job {job.project}/{job.name} has no pod yet")
+        return open_shell(self.api, job, where=(job.external.namespace, name, container))
 
     def close(self) -> None:
         """Stop watching (and the threads that carry jobs out)."""

@@ -227,3 +227,23 @@ def test_an_owner_the_api_fails_to_give_leaves_the_view_unsynced_not_raised(agen
     seen = agent.observe()
     assert seen.synced and [w.ref.kind for w in seen.workloads] == ["Pod"]
     assert observed_view.nodes
+
+
+def test_an_adopted_jobs_logs_are_read_from_its_first_pod_in_the_workloads_namespace(
+    agent, cluster
+):
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for index, name in enumerate(("w-b", "w-a")):
+        made = pod(name, containers=[{"name": "work", "image": "busybox"}])
+        made["metadata"]["labels"] = {"allot.io/project": "p", "allot.io/job": "j",
+                                      "allot.io/pod-index": str(index)}  # fmt: skip
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+        cluster.set_pod_status("team-x", name, "Running", running=True)
+    cluster.logs[("team-x", "w-b")] = ["epoch 1", "epoch 2"]
+    spec = JobSpec("p", "j", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ExternalRef("team-x", "Job", "w", "uid-w"))  # fmt: skip
+    assert agent.logs(spec) == ["epoch 1", "epoch 2"]
+    assert agent.status(spec).pods[0].index == 0 and len(agent.status(spec).pods) == 2
