@@ -591,7 +591,9 @@ class KubernetesAgent:
         found: tuple = ()
         if nodes and not self.problem:
             cached = self.watcher.all()
-            held = external.outside(cached)
+            with self._lock:
+                ours = {(_namespace(spec), *key) for key, spec in self._specs.items()}
+            held = external.outside(cached, ours)
             nodes = tuple(replace(node, outside_gpus=held[node.name][0],
                                   outside_cpu_millis=held[node.name][1],
                                   outside_memory_mib=held[node.name][2])
@@ -617,7 +619,7 @@ class KubernetesAgent:
     def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
         statuses: dict[JobKey, JobStatus] = {}
         with self._lock:
-            for key, found in _grouped(self.watcher.snapshot()).items():
+            for key, found in _grouped(self.watcher.snapshot(), self._specs).items():
                 if self._reported(key, found):
                     statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
@@ -701,13 +703,24 @@ def _namespace(job: JobSpec) -> str:
     )
 
 
-def _grouped(cached: list[dict]) -> dict[JobKey, list[dict]]:
-    """The cached job pods by job."""
+def _grouped(
+    cached: list[dict], specs: Mapping[JobKey, JobSpec] | None = None
+) -> dict[JobKey, list[dict]]:
+    """The cached job pods by job. With `specs`, only the pods in the namespace a job's pods
+    are in count (the project's; an external job's workload's, else none outside the
+    project's): anyone who may make pods somewhere could label one with another project's job
+    and fail or finish it."""
     grouped: dict[JobKey, list[dict]] = {}
     for pod in cached:
         key = _job_key(pod)
-        if key is not None:
-            grouped.setdefault(key, []).append(pod)
+        if key is None:
+            continue
+        if specs is not None:
+            spec = specs.get(key)
+            home = _namespace(spec) if spec is not None else manifests.namespace_for(key[0])
+            if pod["metadata"].get("namespace") != home:
+                continue
+        grouped.setdefault(key, []).append(pod)
     return grouped
 
 

@@ -155,18 +155,36 @@ def requests_of(pod: dict) -> dict:
     }
 
 
-def outside(pods: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
+def outside(
+    pods: Iterable[dict], ours: set[tuple[str, str, str]] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Per node, the summed (GPUs, CPU millis, memory MiB) of the live pods bound there that
-    Allot neither made nor bound (other schedulers, DaemonSets, static pods)."""
+    Allot neither made nor bound (other schedulers, DaemonSets, static pods). With `ours`
+    ((namespace, project, job) of the jobs Allot runs), a pod another tool made counts as
+    Allot's only when its labels name one of them in that namespace: a label anyone may set
+    must not hide a pod's GPUs."""
     found: dict[str, list[Decimal]] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if not node or not live(pod) or placed_by_allot(pod):
+        if not node or not live(pod) or _allots_own(pod, ours):
             continue
         sums = found.setdefault(node, [Decimal(0)] * 3)
         for index, amount in enumerate(_held(pod)):
             sums[index] += amount
     return {node: (int(g), int(c), int(m)) for node, (g, c, m) in found.items()}
+
+
+def _allots_own(pod: dict, ours: set[tuple[str, str, str]] | None) -> bool:
+    if ours is None or managed(pod):
+        return placed_by_allot(pod)
+    metadata = pod["metadata"]
+    labels = metadata.get("labels") or {}
+    key = (
+        metadata.get("namespace", ""),
+        labels.get("allot.io/project"),
+        labels.get("allot.io/job"),
+    )
+    return key in ours
 
 
 _HELD: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}

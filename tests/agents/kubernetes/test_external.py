@@ -247,3 +247,26 @@ def test_an_adopted_jobs_logs_are_read_from_its_first_pod_in_the_workloads_names
                    external=ExternalRef("team-x", "Job", "w", "uid-w"))  # fmt: skip
     assert agent.logs(spec) == ["epoch 1", "epoch 2"]
     assert agent.status(spec).pods[0].index == 0 and len(agent.status(spec).pods) == 2
+
+
+def test_a_pod_labelled_with_another_projects_job_neither_fails_it_nor_hides_its_gpus(
+    agent, cluster
+):
+    """Labels anyone may set: a Failed pod in another namespace naming team-a/train does not
+    fail that job, and a bound pod naming it still counts on its node."""
+    agent.start(job("train"))
+    cluster.set_pod_status(NS, "train-0", "Running", running=True)
+    cluster.namespaces["evil"] = {"metadata": {"name": "evil"}}
+    for name, node, phase in (("fake", "", "Failed"), ("hidden", "dgx1-2", "Running")):
+        made = pod(name, containers=[{"name": "c", "image": "busybox", "resources": {
+            "limits": {"nvidia.com/gpu": "2"}}}])  # fmt: skip
+        made["metadata"]["labels"] = {"allot.io/project": "team-a", "allot.io/job": "train"}
+        made["spec"]["schedulerName"] = "default-scheduler"
+        made["spec"]["nodeName"] = node or None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/evil/pods", made)
+        cluster.set_pod_status("evil", name, phase, running=phase == "Running")
+    seen = observed(agent, cluster)
+    assert seen.phase == "Running" and len(seen.pods) == 1
+    nodes = {n.name: n for n in agent.observe().nodes}
+    assert nodes["dgx1-2"].outside_gpus == 2 and nodes["dgx1-1"].outside_gpus == 0
