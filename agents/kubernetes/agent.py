@@ -59,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
+VACATE_WAIT_S = 1.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
 
 
 def utc_now() -> datetime:
@@ -342,8 +343,24 @@ class KubernetesAgent:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
-        held = adopt.holders(self.watcher.all()) if starts else {}
+        held = self._vacated(stops, starts) if starts else {}
         self._each(lambda job: self._start_one(job, memory, held), starts)
+
+    def _vacated(self, stopped: list[JobKey], starts: list[JobSpec]) -> adopt.Holders:
+        """The devices' holders for `starts` (issue 40), once the watch has seen go the pods
+        that the stops just carried out deleted, if they go within `VACATE_WAIT_S`: a victim's
+        pod deleted at once (grace 0) frees its device for the job started in the same cycle,
+        and one still terminating holds it, so that start waits for a later cycle."""
+        stopped_keys = set(stopped)
+        deadline = time.monotonic() + VACATE_WAIT_S
+        while True:
+            held = adopt.holders(self.watcher.all())
+            waiting = [found for job in starts
+                       if (found := adopt.holding(job, held)) is not None
+                       and _job_key(found[2]) in stopped_keys]  # fmt: skip
+            if not waiting or time.monotonic() >= deadline:
+                return held
+            time.sleep(0.02)
 
     def _each(self, carry: Callable, items: list) -> None:
         """`carry` each item, `config.concurrency` at a time; once the API server cannot be
