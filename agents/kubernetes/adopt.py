@@ -242,6 +242,19 @@ def holder(job: JobSpec, index: Holders) -> str:
     """Issue 40: who holds a device of `job`'s placement: "node X device N is held by pod
     ns/name of job p/j" for the first live pod of another job found there ("" when none).
     Devices shared by fractions (both shares under 1) are not a conflict."""
+    found = holding(job, index)
+    if found is None:
+        return ""
+    where, device, pod = found
+    labels = pod["metadata"].get("labels") or {}
+    return (f"node {where} device {device} is held by pod "
+            f"{pod['metadata'].get('namespace')}/{_name(pod)} of job "
+            f"{labels.get('allot.io/project')}/{labels.get('allot.io/job')}")  # fmt: skip
+
+
+def holding(job: JobSpec, index: Holders) -> tuple[str, int, dict] | None:
+    """(node, device, pod) of the first live pod of another job on a device of `job`'s
+    placement (see `holder`); None when every device is free."""
     for where in job.placement:
         for device in where.devices:
             for pod in index.get((where.node, device), ()):
@@ -250,10 +263,5 @@ def holder(job: JobSpec, index: Holders) -> str:
                 notes = pod["metadata"].get("annotations") or {}
                 if where.share < 1 and float(notes.get("allot.io/share") or 1) < 1:
                     continue
-                labels = pod["metadata"].get("labels") or {}
-                return (
-                    f"node {where.node} device {device} is held by pod "
-                    f"{pod['metadata'].get('namespace')}/{_name(pod)} of job "
-                    f"{labels.get('allot.io/project')}/{labels.get('allot.io/job')}"
-                )
-    return ""
+                return where.node, device, pod
+    return None

@@ -59,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
+VACATE_WAIT_S = 1.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
 
 
 def utc_now() -> datetime:
@@ -243,8 +244,6 @@ class KubernetesAgent:
             return
         try:
             adopt.explain(self.api, waiting, self.watcher.all(), self._members, self._told)
-        except Unreachable:
-            return
         except Exception as exc:
             with contextlib.suppress(Unreachable):
                 self._tolerate("explaining why external workloads wait", exc)
@@ -302,8 +301,14 @@ class KubernetesAgent:
                  "in_cluster": True} for port in job.ports]  # fmt: skip
 
     def open_shell(self, job: JobSpec) -> ExecShell:
-        """A terminal in the job's first pod through the exec stream (`allot bash`)."""
-        return open_shell(self.api, job)
+        """A terminal in the job's first pod through the exec stream (`allot bash`); an
+        external job's first pod is found by its labels."""
+        if job.external is None:
+            return open_shell(self.api, job)
+        name, container = self._first_pod(job)
+        if not name:
+            raise ApiException(status=404, reason=f"job {job.project}/{job.name} has no pod yet")
+        return open_shell(self.api, job, where=(job.external.namespace, name, container))
 
     def close(self) -> None:
         """Stop watching (and the threads that carry jobs out)."""
@@ -338,8 +343,24 @@ class KubernetesAgent:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
-        held = adopt.holders(self.watcher.all()) if starts else {}
+        held = self._vacated(stops, starts) if starts else {}
         self._each(lambda job: self._start_one(job, memory, held), starts)
+
+    def _vacated(self, stopped: list[JobKey], starts: list[JobSpec]) -> adopt.Holders:
+        """The devices' holders for `starts` (issue 40), once the watch has seen go the pods
+        that the stops just carried out deleted, if they go within `VACATE_WAIT_S`: a victim's
+        pod deleted at once (grace 0) frees its device for the job started in the same cycle,
+        and one still terminating holds it, so that start waits for a later cycle."""
+        stopped_keys = set(stopped)
+        deadline = time.monotonic() + VACATE_WAIT_S
+        while True:
+            held = adopt.holders(self.watcher.all())
+            waiting = [found for job in starts
+                       if (found := adopt.holding(job, held)) is not None
+                       and _job_key(found[2]) in stopped_keys]  # fmt: skip
+            if not waiting or time.monotonic() >= deadline:
+                return held
+            time.sleep(0.02)
 
     def _each(self, carry: Callable, items: list) -> None:
         """`carry` each item, `config.concurrency` at a time; once the API server cannot be
@@ -587,7 +608,9 @@ class KubernetesAgent:
         found: tuple = ()
         if nodes and not self.problem:
             cached = self.watcher.all()
-            held = external.outside(cached)
+            with self._lock:
+                ours = {(_namespace(spec), *key) for key, spec in self._specs.items()}
+            held = external.outside(cached, ours)
             nodes = tuple(replace(node, outside_gpus=held[node.name][0],
                                   outside_cpu_millis=held[node.name][1],
                                   outside_memory_mib=held[node.name][2])
@@ -596,8 +619,9 @@ class KubernetesAgent:
                 workloads, self._members = external.workloads(cached, self._owners)
                 found = tuple(workloads)
             except Exception as exc:  # an owner unreadable: the view is partial this cycle
-                self._tolerate("reading the owners of external pods", exc)
                 synced = False
+                with contextlib.suppress(Unreachable):  # the next observe reports the outage
+                    self._tolerate("reading the owners of external pods", exc)
         return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem,
                            synced=synced, workloads=found)  # fmt: skip
 
@@ -612,7 +636,7 @@ class KubernetesAgent:
     def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
         statuses: dict[JobKey, JobStatus] = {}
         with self._lock:
-            for key, found in _grouped(self.watcher.snapshot()).items():
+            for key, found in _grouped(self.watcher.snapshot(), self._specs).items():
                 if self._reported(key, found):
                     statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
@@ -696,13 +720,24 @@ def _namespace(job: JobSpec) -> str:
     )
 
 
-def _grouped(cached: list[dict]) -> dict[JobKey, list[dict]]:
-    """The cached job pods by job."""
+def _grouped(
+    cached: list[dict], specs: Mapping[JobKey, JobSpec] | None = None
+) -> dict[JobKey, list[dict]]:
+    """The cached job pods by job. With `specs`, only the pods in the namespace a job's pods
+    are in count (the project's; an external job's workload's, else none outside the
+    project's): anyone who may make pods somewhere could label one with another project's job
+    and fail or finish it."""
     grouped: dict[JobKey, list[dict]] = {}
     for pod in cached:
         key = _job_key(pod)
-        if key is not None:
-            grouped.setdefault(key, []).append(pod)
+        if key is None:
+            continue
+        if specs is not None:
+            spec = specs.get(key)
+            home = _namespace(spec) if spec is not None else manifests.namespace_for(key[0])
+            if pod["metadata"].get("namespace") != home:
+                continue
+        grouped.setdefault(key, []).append(pod)
     return grouped
 
 

@@ -53,10 +53,12 @@ KINDS = {"build": "build", "interactive": "interactive"}  # priority class -> wo
 ALONE = frozenset({"ReplicaSet", "Deployment"})  # their pods are placed one by one
 
 
+((MANAGED_KEY, MANAGED_VALUE),) = manifests.MANAGED_BY.items()
+
+
 def managed(pod: dict) -> bool:
     """True for a pod Allot made (a job's, a session's or a reservation)."""
-    labels = pod["metadata"].get("labels") or {}
-    return all(labels.get(key) == value for key, value in manifests.MANAGED_BY.items())
+    return (pod["metadata"].get("labels") or {}).get(MANAGED_KEY) == MANAGED_VALUE
 
 
 def external(pod: dict) -> bool:
@@ -153,19 +155,54 @@ def requests_of(pod: dict) -> dict:
     }
 
 
-def outside(pods: Iterable[dict]) -> dict[str, tuple[int, int, int]]:
+def outside(
+    pods: Iterable[dict], ours: set[tuple[str, str, str]] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Per node, the summed (GPUs, CPU millis, memory MiB) of the live pods bound there that
-    Allot neither made nor bound (other schedulers, DaemonSets, static pods)."""
+    Allot neither made nor bound (other schedulers, DaemonSets, static pods). With `ours`
+    ((namespace, project, job) of the jobs Allot runs), a pod another tool made counts as
+    Allot's only when its labels name one of them in that namespace: a label anyone may set
+    must not hide a pod's GPUs."""
     found: dict[str, list[Decimal]] = {}
     for pod in pods:
         node = (pod.get("spec") or {}).get("nodeName")
-        if not node or not live(pod) or placed_by_allot(pod):
+        if not node or not live(pod) or _allots_own(pod, ours):
             continue
         sums = found.setdefault(node, [Decimal(0)] * 3)
-        sums[0] += request(pod, manifests.GPU)
-        sums[1] += request(pod, "cpu", MILLI)
-        sums[2] += request(pod, "memory", MIB)
+        for index, amount in enumerate(_held(pod)):
+            sums[index] += amount
     return {node: (int(g), int(c), int(m)) for node, (g, c, m) in found.items()}
+
+
+def _allots_own(pod: dict, ours: set[tuple[str, str, str]] | None) -> bool:
+    if ours is None or managed(pod):
+        return placed_by_allot(pod)
+    metadata = pod["metadata"]
+    labels = metadata.get("labels") or {}
+    key = (
+        metadata.get("namespace", ""),
+        labels.get("allot.io/project"),
+        labels.get("allot.io/job"),
+    )
+    return key in ours
+
+
+_HELD: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}
+
+
+def _held(pod: dict) -> tuple[Decimal, Decimal, Decimal]:
+    """(GPUs, CPU millis, memory MiB) one pod requests, kept by uid and resourceVersion: the
+    same pods are summed every cycle, and parsing their quantities was most of the cost."""
+    metadata = pod["metadata"]
+    key = (metadata.get("uid", ""), metadata.get("resourceVersion", ""))
+    held = _HELD.get(key)
+    if held is None:
+        held = (request(pod, manifests.GPU), request(pod, "cpu", MILLI),
+                request(pod, "memory", MIB))  # fmt: skip
+        if len(_HELD) > 50000:
+            _HELD.clear()
+        _HELD[key] = held
+    return held
 
 
 # ---------------------------------------------------------------------- owners

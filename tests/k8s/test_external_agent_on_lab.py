@@ -137,6 +137,8 @@ def test_a_start_binds_and_labels_the_gang(portal_on_lab, allot_lab, ns):
 
     status = eventually(ran, "the adopted pods reported as the job's")
     assert sorted(p.node for p in status.pods) == sorted(NODES * 2)
+    direct = agent.status(spec)  # found by its labels in the workload's namespace
+    assert direct.phase in ("Running", "Succeeded") and len(direct.pods) == 4
 
 
 def test_a_stop_deletes_the_pods_and_their_owner_makes_new_ones(portal_on_lab, allot_lab, ns):

@@ -4,6 +4,9 @@ reads them, the pods the watch keeps, and the device check of issue 40 on the fa
 
 from __future__ import annotations
 
+import pytest
+from kubernetes.client.exceptions import ApiException
+
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import adopt, external
 from agents.kubernetes.watch import kept
@@ -168,3 +171,106 @@ def test_fractions_of_one_device_may_share_it():
     whole = JobSpec("p", "k", (PodSpec("n", (2,)),), NOW)
     assert adopt.holder(half, held) == ""
     assert "n device 2 is held by pod team-x/f" in adopt.holder(whole, held)
+
+
+def test_a_gang_whose_bind_fails_is_left_with_no_pod_bound_and_none_labelled(agent, cluster):
+    """All or none: the pod bound before the failure is deleted (its owner makes a new one),
+    the one labelled but not bound is unlabelled, and the start is tried again later."""
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for name in ("w-0", "w-1"):
+        made = pod(name)
+        made["spec"]["nodeName"] = None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+    cluster.fail_binding = {"w-1"}
+    ref = ExternalRef("team-x", "Job", "w", "uid-w")
+    spec = JobSpec("p", "gang", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ref)  # fmt: skip
+    members = [cluster.pods[("team-x", name)] for name in ("w-0", "w-1")]
+    try:
+        adopt.start(agent.api, spec, [dict(m, status={"phase": "Pending"}) for m in members])
+    except Exception as exc:
+        assert "500" in str(exc)
+    else:
+        raise AssertionError("the failed bind was not raised")
+    assert ("team-x", "w-0") not in cluster.pods  # bound, then deleted
+    left = cluster.pods[("team-x", "w-1")]
+    assert not left["spec"].get("nodeName")
+    assert "allot.io/job" not in left["metadata"]["labels"]
+    assert "allot.io/node" not in left["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiException(status=500, reason="etcd is having a bad day"),
+        ConnectionRefusedError("the API server went away"),
+    ],
+)
+def test_an_owner_the_api_fails_to_give_leaves_the_view_unsynced_not_raised(agent, cluster, error):
+    """A 500 (or a lost connection) reading an owner: the cycle's view is partial (synced
+    False), the portal decides nothing on it, and observe does not fail."""
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    made = pod("w-0", owner("Job", "w"))
+    made["spec"]["nodeName"] = None
+    with cluster.cond:
+        cluster.create("/api/v1/namespaces/team-x/pods", made)
+
+    def failing(namespace, ref):
+        raise error
+
+    agent._owners.get = failing
+    observed_view = agent.observe()
+    assert agent.watcher.wait_for(cluster.rv)
+    seen = agent.observe()
+    assert not seen.synced and seen.workloads == ()
+    agent._owners.get = lambda namespace, ref: None  # the owner is gone: the pod stands alone
+    agent._retry_at = float("-inf")  # the outage is over
+    seen = agent.observe()
+    assert seen.synced and [w.ref.kind for w in seen.workloads] == ["Pod"]
+    assert observed_view.nodes
+
+
+def test_an_adopted_jobs_logs_are_read_from_its_first_pod_in_the_workloads_namespace(
+    agent, cluster
+):
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for index, name in enumerate(("w-b", "w-a")):
+        made = pod(name, containers=[{"name": "work", "image": "busybox"}])
+        made["metadata"]["labels"] = {"allot.io/project": "p", "allot.io/job": "j",
+                                      "allot.io/pod-index": str(index)}  # fmt: skip
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+        cluster.set_pod_status("team-x", name, "Running", running=True)
+    cluster.logs[("team-x", "w-b")] = ["epoch 1", "epoch 2"]
+    spec = JobSpec("p", "j", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ExternalRef("team-x", "Job", "w", "uid-w"))  # fmt: skip
+    assert agent.logs(spec) == ["epoch 1", "epoch 2"]
+    assert agent.status(spec).pods[0].index == 0 and len(agent.status(spec).pods) == 2
+
+
+def test_a_pod_labelled_with_another_projects_job_neither_fails_it_nor_hides_its_gpus(
+    agent, cluster
+):
+    """Labels anyone may set: a Failed pod in another namespace naming team-a/train does not
+    fail that job, and a bound pod naming it still counts on its node."""
+    agent.start(job("train"))
+    cluster.set_pod_status(NS, "train-0", "Running", running=True)
+    cluster.namespaces["evil"] = {"metadata": {"name": "evil"}}
+    for name, node, phase in (("fake", "", "Failed"), ("hidden", "dgx1-2", "Running")):
+        made = pod(name, containers=[{"name": "c", "image": "busybox", "resources": {
+            "limits": {"nvidia.com/gpu": "2"}}}])  # fmt: skip
+        made["metadata"]["labels"] = {"allot.io/project": "team-a", "allot.io/job": "train"}
+        made["spec"]["schedulerName"] = "default-scheduler"
+        made["spec"]["nodeName"] = node or None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/evil/pods", made)
+        cluster.set_pod_status("evil", name, phase, running=phase == "Running")
+    seen = observed(agent, cluster)
+    assert seen.phase == "Running" and len(seen.pods) == 1
+    nodes = {n.name: n for n in agent.observe().nodes}
+    assert nodes["dgx1-2"].outside_gpus == 2 and nodes["dgx1-1"].outside_gpus == 0
