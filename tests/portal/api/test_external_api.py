@@ -45,9 +45,7 @@ def test_the_job_answer_says_what_made_it(api, member, team_a):
     assert job["user"] is None and job["pods"] == 4
 
 
-def test_a_live_external_workload_is_deleted_by_its_owner_not_through_allot(
-    api, owner, team_a
-):
+def test_a_live_external_workload_is_deleted_by_its_owner_not_through_allot(api, owner, team_a):
     external_job(team_a, status=Status.RUNNING)
     answer = api(owner).delete("/api/v1/jobs/team-a/train-x/")
     assert answer.status_code == 409
