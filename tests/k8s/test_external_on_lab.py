@@ -141,9 +141,10 @@ def test_r6_1_a_job_of_four_starts_all_or_nothing(rest, kube):
     assert not any(pod.spec.node_name for pod in pods)  # none of the gang with 3 free
     job = rest.job("ext-job", "four")
     assert job["status"] == "Pending" and job["pods"] == 4 and job["external"]["kind"] == "Job"
-    assert any(
-        "waits" in message for message in events_of(kube.core, namespace, pods[0].metadata.name)
-    )
+    first = pods[0].metadata.name  # it says why it waits, as kubectl describe shows it
+    settle_until(rest, lambda: any("ext-job/four waits: " in message
+                                   for message in events_of(kube.core, namespace, first)),
+                 "the waiting reason in the pod's Events")  # fmt: skip
     rest.delete("filler", "f0")  # now 4 free
     settle_until(rest, lambda: bound_running(pods_of(kube.core, namespace, **{"job-name": "four"})),
                  "the four pods Running")  # fmt: skip
