@@ -151,12 +151,12 @@ def test_the_owner_deleting_the_workload_ends_its_row_after_a_grace(cluster, age
     cluster.project("team-a", 8)
     agent.apply("allot-team-a", "Deployment", "serve-abc12", gpus=1.0)
     cycles(agent)
-    assert cluster.job("team-a", "serve-abc12").status in HOLDING
+    assert cluster.job("team-a", "serve-abc12-0").status in HOLDING  # a Deployment's pod: its own
     agent.delete_owner("serve-abc12")
     monkeypatch.setattr(external, "GONE_GRACE_S", 0.0)
     cycles(agent, 2)
     assert not Job.objects.filter(external_uid="uid-serve-abc12").exists()
-    event = JobEvent.objects.filter(job_name="serve-abc12", kind="deleted").get()
+    event = JobEvent.objects.filter(job_name="serve-abc12-0", kind="deleted").get()
     assert "by its owner (Deployment serve-abc12 is gone)" in event.message
 
 
