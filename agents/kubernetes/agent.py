@@ -59,6 +59,7 @@ logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
+HELD_RETRY_S = 1.0  # a start whose device a going pod still holds is tried again this often
 VACATE_WAIT_S = 1.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
 
 
@@ -435,7 +436,7 @@ class KubernetesAgent:
         try:
             holder = adopt.holder(job, held)
             if holder:  # issue 40: never two jobs on one device
-                raise faults.Retry(f"not started: {holder}")
+                raise faults.DeviceHeld(f"not started: {holder}")
             if job.external is not None:
                 self._start_external(job)
                 with self._lock:
@@ -484,7 +485,11 @@ class KubernetesAgent:
                 text = f"waiting for namespace {namespace} to be set up: {message}"
                 self._retries.defer(job.key, text, first_s=SETUP_FIRST_WAIT_S)
                 return
-            if kind == "transient":
+            if isinstance(exc, faults.DeviceHeld):  # the holder is going: try again soon
+                self._retries.clear(job.key)
+                wait = self._retries.defer(job.key, f"start failed: {message}",
+                                           first_s=HELD_RETRY_S)  # fmt: skip
+            elif kind == "transient":
                 wait = self._retries.defer(job.key, f"start failed: {message}")
             else:
                 del self._unstarted[job.key]

@@ -164,6 +164,23 @@ def test_a_device_a_live_pod_of_another_job_holds_is_not_given_again(agent, clus
     assert (NS, "second-0") in cluster.pods
 
 
+def test_a_start_waiting_for_a_held_device_is_tried_every_second_not_after_doubling_waits(
+    agent, cluster, clock
+):
+    """Issue 40: the holder is going (deleted, or its job evicted), so the start comes back at
+    an even pace; a back-off doubling to 60 s left the fault tier's jobs Pending past a minute
+    after a worker kill."""
+    agent.start(job("first"))
+    observed(agent, cluster, ("team-a", "first"))
+    agent.start(job("second"))  # the same node and device
+    key = ("team-a", "second")
+    for _ in range(6):  # 1, 2, 4, 8, 16, 32 s with the doubling back-off
+        assert agent._retries._deferred[key].retry_at - clock() == 1.0
+        clock.now += 1.0
+        agent.observe()  # the owed start is tried again, and refused again
+    assert (NS, "second-0") not in cluster.pods
+
+
 def test_fractions_of_one_device_may_share_it():
     held = adopt.holders([pod("f", annotations={"allot.io/node": "n", "allot.io/devices": "2",
                                                 "allot.io/share": "0.5"})])  # fmt: skip
