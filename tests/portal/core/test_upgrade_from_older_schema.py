@@ -2,6 +2,7 @@
 tree taken from git and its own code writing the data (`older_portal.py`), then migrated by
 HEAD's `manage.py migrate`, still has every row of every table with every value it had; the
 only changes allowed are new columns, new rows and memory counted in bytes where it was MiB.
+Migrated back to the older release's migrations (an upgrade rolled back), it has them all again.
 
 The older commit is OLDER: the tip of main when today's work began (the last commit of the
 session of 2026-11-27, the release a deployment made yesterday runs). Every migration since is
@@ -133,7 +134,7 @@ def upgrade_database():
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_a_database_of_the_older_release_migrates_to_head_with_every_row(
+def test_a_database_of_the_older_release_migrates_to_head_and_back_with_every_row(
     older_tree, upgrade_database
 ):
     manage(older_tree, "migrate", "-v0", database=upgrade_database)
@@ -154,6 +155,17 @@ def test_a_database_of_the_older_release_migrates_to_head_with_every_row(
     assert losses(before, after) == []
     pending = manage(ROOT, "migrate", "--check", "--plan", database=upgrade_database)
     assert "No planned migration operations" in pending
+
+    for app, leaf in leaves(older_tree).items():  # an upgrade rolled back: `migrate APP LEAF`
+        manage(ROOT, "migrate", "-v0", app, leaf, database=upgrade_database)
+    assert losses(before, every_row(upgrade_database)) == []
+
+
+def leaves(tree: Path) -> dict[str, str]:
+    """The last migration of each of the portal's apps in `tree`."""
+    return {folder.parent.name: max(path.stem for path in folder.glob("[0-9][0-9][0-9][0-9]_*.py"))
+            for folder in sorted(tree.glob("portal/*/migrations"))
+            if any(folder.glob("0001_*.py"))}  # fmt: skip
 
 
 def test_a_lost_table_row_column_or_value_is_named():
