@@ -7,9 +7,9 @@ partial unique indexes, the sequences' positions) and read a dump taken by an ol
 before `manage.py migrate` brings it up to date. The embedded default's SQLite is copied with
 SQLite's online backup, which reads a consistent database while the portal keeps writing.
 
-A restore writes all or nothing: PostgreSQL's runs as one transaction (the script `pg_restore`
-writes, fed to `psql` between BEGIN and a COMMIT sent only once `pg_restore` succeeded), and
-SQLite's backup replaces the database's pages under one lock. It refuses a database that
+A restore writes all or nothing: PostgreSQL's runs as one transaction (`pg_restore
+--single-transaction --exit-on-error`), and SQLite's backup replaces the database's pages under
+one lock. It refuses a database that
 already has tables unless forced, so a restore never lands on top of live data by mistake.
 """
 
@@ -76,7 +76,7 @@ def restore(connection: BaseDatabaseWrapper, source: Path, *, force: bool = Fals
         )
     connection.close()  # the restore writes through its own connection
     if connection.vendor == "postgresql":
-        _restore_postgres(connection, source, tables)
+        _restore_postgres(connection, source)
     else:
         with _sqlite(source) as backup_db, _sqlite(connection.settings_dict["NAME"]) as target:
             backup_db.backup(target)
@@ -101,39 +101,17 @@ def _check_format(connection: BaseDatabaseWrapper, source: Path) -> None:
         _tool(["pg_restore", "--list", str(source)], connection, stdout=subprocess.DEVNULL)
 
 
-def _restore_postgres(connection: BaseDatabaseWrapper, source: Path, tables: list[str]) -> None:
-    """pg_restore's script through psql in one transaction: committed only if pg_restore
-    finished, so a dump cut short or a failing statement leaves the database as it was."""
-    script = subprocess.Popen(
-        ["pg_restore", "--no-owner", "--no-privileges", "--clean", "--if-exists",
-         "--file=-", str(source)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_environment(connection),
-    )  # fmt: skip
-    quiet = {**_environment(connection), "PGOPTIONS": "-c client_min_messages=warning"}
-    psql = subprocess.Popen(  # notices ("does not exist, skipping") would fill its stderr
-        ["psql", "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--output=/dev/null"],
-        stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=quiet,
-    )  # fmt: skip
-    drops = "".join(f"DROP TABLE IF EXISTS {connection.ops.quote_name(t)} CASCADE;\n"
-                    for t in tables)  # fmt: skip
-    try:
-        psql.stdin.write(f"BEGIN;\n{drops}".encode())
-        shutil.copyfileobj(script.stdout, psql.stdin)
-        if script.wait(timeout=TIMEOUT_S) == 0:
-            psql.stdin.write(b"COMMIT;\n")
-            psql.stdin.close()
-    except BrokenPipeError:  # psql stopped at an error: its own message says which
-        pass
-    script.kill()
-    if script.returncode != 0:  # cut short: psql ends before COMMIT, so its session rolls back
-        psql.kill()
-    errors = script.stderr.read().decode() + psql.stderr.read().decode()
-    if psql.wait(timeout=TIMEOUT_S) != 0 or script.wait() != 0:
-        said = errors.strip() or f"pg_restore's exit status {script.returncode}, and no message"
-        raise BackupError(f"the restore failed and changed nothing: {said}")
+def _restore_postgres(connection: BaseDatabaseWrapper, source: Path) -> None:
+    """pg_restore in one transaction, connected (so it writes only what this server's version
+    reads): a dump cut short or a statement that fails leaves the database as it was. With
+    --clean, what the dump holds is dropped first (a forced restore replaces it)."""
+    database = connection.settings_dict["NAME"]
+    _tool(["pg_restore", "--no-owner", "--no-privileges", "--clean", "--if-exists",
+           "--single-transaction", "--exit-on-error", f"--dbname={database}", str(source)],
+          connection, what="the restore failed and changed nothing")  # fmt: skip
 
 
-def _tool(command: list[str], connection: BaseDatabaseWrapper, **options) -> None:
+def _tool(command: list[str], connection: BaseDatabaseWrapper, what: str = "", **options) -> None:
     """Run a PostgreSQL client tool on `connection`'s database; its error becomes ours."""
     if shutil.which(command[0]) is None:
         raise BackupError(f"{command[0]} is not installed (PostgreSQL's client tools)")
@@ -141,7 +119,7 @@ def _tool(command: list[str], connection: BaseDatabaseWrapper, **options) -> Non
                             text=True, timeout=TIMEOUT_S, check=False, **options)  # fmt: skip
     if result.returncode != 0:
         said = result.stderr.strip() or f"exit status {result.returncode}, and no message"
-        raise BackupError(f"{command[0]} failed: {said}")
+        raise BackupError(f"{what or command[0] + ' failed'}: {said}")
 
 
 def _environment(connection: BaseDatabaseWrapper) -> dict[str, str]:
