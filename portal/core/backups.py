@@ -40,6 +40,8 @@ def backup(connection: BaseDatabaseWrapper, output: Path) -> str:
     output = Path(output)
     if not output.parent.is_dir():
         raise BackupError(f"{output.parent} is not a directory")
+    if output.is_dir():
+        raise BackupError(f"{output} is a directory: name the backup file in it")
     partial = Path(tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)[1])
     try:
         _backup(connection, partial)

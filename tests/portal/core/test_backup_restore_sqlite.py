@@ -36,6 +36,9 @@ def test_the_embedded_sqlite_is_restored_whole_into_a_new_file(tmp_path):
         done = manage(portal, *step)
         assert done.returncode == 0, done.stdout + done.stderr
     assert "Backed up sqlite database" in done.stdout
+    for output, words in [(tmp_path, "is a directory"), (tmp_path / "no" / "b", "is not a dir")]:
+        refused = manage(portal, "backup", "--output", str(output))
+        assert refused.returncode == 1 and words in refused.stderr, refused.stderr
     done = manage(restored, "restore", str(backup))
     assert done.returncode == 0 and "Restored" in done.stdout, done.stdout + done.stderr
     assert dump(restored) == dump(portal)
