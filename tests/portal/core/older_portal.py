@@ -1,6 +1,7 @@
 """A portal's life written by an OLDER Allot's own code (issue 35's upgrade test): run as
 `manage.py shell -c` in a tree of that commit, so it may use only what that commit had (memory
-in MiB). Nodes, a department, projects with memory limits, users and their roles, an API token,
+in MiB). Nodes, a department, projects with memory limits, users and their roles, an API token, a
+webhook and a delivery, a notification preference, a sign-on rule and identity,
 jobs that completed, were evicted, stopped or still run (their runs, events, usage samples and
 rollups), a job deleted whose runs outlive it, and audit entries of every kind it recorded."""
 
@@ -11,8 +12,10 @@ from agents.simulated import SimulatedAgent
 from portal.cluster import services as cluster
 from portal.jobs.models import Job, Status
 from portal.jobs.services import delete_job, stop_job, submit_job
+from portal.notify.models import Delivery, Preference, Webhook
 from portal.scheduling.settle import settle
 from portal.tenancy import services as tenancy
+from portal.tenancy.models import GroupRoleRule, SSOIdentity
 
 
 class Clock:
@@ -47,6 +50,13 @@ bob = tenancy.create_user("bob", "an-old-user-password-1")
 tenancy.add_member(team_a, bob, "researcher")
 tenancy.add_member(team_b, bob, "viewer")
 tenancy.issue_token(bob, "pipeline")
+# What only settings pages write: webhooks and their deliveries, preferences, sign-on rules.
+hook = Webhook.objects.create(project=team_a, url="https://hooks.example.org/allot")
+Delivery.objects.create(webhook=hook, event="completed", job_name="a-done", attempts=2,
+                        payload={"job": "a-done"}, status_code=502, error="502")  # fmt: skip
+Preference.objects.create(user=bob, email=False)
+GroupRoleRule.objects.create(group="vision-lab", project=team_a, role="viewer")
+SSOIdentity.objects.create(user=bob, issuer="https://idp.example.org", subject="bob-42")
 
 submit_job(bob, team_b, name="b-big", gpus=Decimal(8), cpu_millis=8000, memory_mib=65_536,
            memory_limit_mib=98_304, sim_duration_s=100_000)  # fmt: skip
