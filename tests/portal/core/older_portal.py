@@ -3,7 +3,7 @@
 in MiB). Nodes, a department, projects with memory limits, users and their roles, an API token, a
 webhook and a delivery, a notification preference, a sign-on rule and identity,
 jobs that completed, were evicted, stopped or still run (their runs, events, usage samples and
-rollups), a job deleted whose runs outlive it, and audit entries of every kind it recorded."""
+rollups), a job deleted whose runs outlive it, and the audit entries its services recorded."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
