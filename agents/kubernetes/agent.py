@@ -304,7 +304,7 @@ class KubernetesAgent:
             except Exception as exc:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
-        memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
+        memory = {n.name: n.gpu_memory_bytes for n in self._nodes if n.gpu_memory_bytes}
         self._each(lambda job: self._start_one(job, memory), starts)
 
     def _each(self, carry: Callable, items: list) -> None:

@@ -345,5 +345,6 @@ def test_r9_6_a_job_asking_less_cpu_or_memory_than_one_that_failed_is_still_trie
     assert failed.skip(Job("team-a", "same", 1, cpu_millis=8_000, memory_bytes=4 * GIB))
     assert not failed.skip(Job("team-a", "fewer-cores", 1, cpu_millis=4_000, memory_bytes=4 * GIB))
     assert not failed.skip(Job("team-a", "less-memory", 1, cpu_millis=8_000, memory_bytes=1 * GIB))
-    assert not failed.skip(Job("team-a", "by-memory", 1, gpu_memory_bytes=40 * GIB, cpu_millis=8_000,
-                               memory_bytes=4 * GIB))  # fmt: skip
+    by_memory = Job("team-a", "by-memory", 1, gpu_memory_bytes=40 * GIB, cpu_millis=8_000,
+                    memory_bytes=4 * GIB)  # fmt: skip
+    assert not failed.skip(by_memory)
