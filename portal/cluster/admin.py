@@ -5,5 +5,5 @@ from portal.cluster.models import Node
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable"]
+    list_display = ["name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable"]
     list_filter = ["pool", "ready", "schedulable"]

@@ -30,8 +30,8 @@ def sync_nodes(reported: tuple[NodeStatus, ...]) -> bool:
             "ready": node.ready,
             "cordoned_in_cluster": not node.schedulable,
         }
-        if node.gpu_memory_mib:
-            fields["gpu_memory_mib"] = node.gpu_memory_mib
+        if node.gpu_memory_bytes:
+            fields["gpu_memory_bytes"] = node.gpu_memory_bytes
         fields |= _resources(node)
         row = rows.get(name)
         if row is None:
@@ -52,8 +52,8 @@ def _resources(node: NodeStatus) -> dict:
     fields = {}
     if node.cpu_millis is not None:
         fields["cpu_millis"] = node.cpu_millis
-    if node.memory_mib is not None:
-        fields["memory_mib"] = node.memory_mib
+    if node.memory_bytes is not None:
+        fields["memory_bytes"] = node.memory_bytes
     if node.failed_devices is not None:
         fields["failed_in_cluster"] = list(node.failed_devices)
     return fields

@@ -52,16 +52,16 @@ def departments(request: HttpRequest) -> HttpResponse:
     rows = list(Department.objects.prefetch_related("projects").order_by("name"))
     held = _held()
     for row in rows:
-        row.held_cpu_millis, row.held_memory_mib = held.get(row.pk, (0, 0))
+        row.held_cpu_millis, row.held_memory_bytes = held.get(row.pk, (0, 0))
     return render(request, "web/departments.html", {"page": "projects", "departments": rows})
 
 
 def _held() -> dict[int, tuple[int, int]]:
-    """Department id -> (millicores, MiB) the placed pods of its projects' jobs request, as the
+    """Department id -> (millicores, bytes) the placed pods of its projects' jobs request, as the
     core counts them against its limits (R3.1)."""
     held: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     jobs = Job.objects.filter(status__in=HOLDING, project__department__isnull=False).values_list(
-        "project__department_id", "cpu_millis", "memory_mib", "placement"
+        "project__department_id", "cpu_millis", "memory_bytes", "placement"
     )
     for department, cpu, memory, placement in jobs:
         pods = len(placement or ())

@@ -36,9 +36,23 @@
   }
   const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
 
-  // CPU and memory beside GPUs (issue 26): millicores as cores, MiB as GiB
+  // CPU and memory beside GPUs (issue 26): millicores as cores; bytes (issue 33) in words as
+  // scheduler/quantity.py's memory_text says them ("64 GiB", "1.5 GiB", "50 MB")
   function cores(millis) { return `${Math.round(millis / 100) / 10} cores`; }
-  function memory(mib) { return mib >= 1024 ? `${Math.round(mib / 102.4) / 10} GiB` : `${mib} MiB`; }
+  const BINARY = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+  const DECIMAL = [[1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
+  function memory(size) {
+    if (!size) return "0 MiB";
+    for (const units of [BINARY, DECIMAL]) {
+      for (const [unit, name] of units) {
+        if (size >= unit && (size * 100) % unit === 0) return `${size / unit} ${name}`;
+      }
+    }
+    for (const [unit, name] of BINARY) {
+      if (size >= unit) return `${Math.round(size / unit * 100) / 100} ${name}`;
+    }
+    return `${size} bytes`;
+  }
   function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
 
   function tile(name, value, sub) {
@@ -116,7 +130,7 @@
       el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
       cell(gpus(p.fair_share), "num"),
       cell(p.limit == null ? "none" : gpus(p.limit), "num"),
-      cell(`${held(p.allocated_cpu_millis, p.cpu_limit_millis, cores)}, ${held(p.allocated_memory_mib, p.memory_limit_mib, memory)}`, "num cpu-memory"),
+      cell(`${held(p.allocated_cpu_millis, p.cpu_limit_millis, cores)}, ${held(p.allocated_memory_bytes, p.memory_limit_bytes, memory)}`, "num cpu-memory"),
       cell(p.running_jobs, "num"), cell(p.pending_jobs, "num"),
       cell(pct(p.utilization) + (p.utilization != null && p.utilization_simulated ? " (sim)" : ""), "num"))));
   }
@@ -209,7 +223,7 @@
           el("b", null, n.name),
           el("span", null, `pool ${n.pool}`),
           el("span", { class: "used" }, `${gpus(n.allocated_gpus)} / ${n.gpus} GPUs`),
-          el("span", { class: "cpu-memory" }, `CPU ${held(n.allocated_cpu_millis, n.cpu_millis, cores)}, memory ${held(n.allocated_memory_mib, n.memory_mib, memory)}`),
+          el("span", { class: "cpu-memory" }, `CPU ${held(n.allocated_cpu_millis, n.cpu_millis, cores)}, memory ${held(n.allocated_memory_bytes, n.memory_bytes, memory)}`),
           el("span", null, `util ${pct(n.utilization)}${n.utilization != null && n.utilization_simulated ? " (sim)" : ""}`),
           el("span", { class: !n.ready ? "error" : (n.schedulable ? "status-Running" : "warn") }, state)),
         el("div", { class: "devices" }, ...devices));

@@ -35,7 +35,7 @@ def quantities(values: dict | None) -> dict:
 
 
 def test_pods_carry_requests_and_limits_and_nodes_their_allocatable(rest, allot_lab):
-    rows = {row.name: (row.cpu_millis, row.memory_mib) for row in Node.objects.all()}
+    rows = {row.name: (row.cpu_millis, row.memory_bytes) for row in Node.objects.all()}
     assert set(rows.values()) == {(64000, 524288)}, rows  # the lab's 64 CPUs and 512Gi
     rest.project("res", 4)
     rest.submit("res", "loader", 1, cpu="4", memory="16Gi", cpu_limit="8", memory_limit="20Gi")
