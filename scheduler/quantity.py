@@ -150,17 +150,20 @@ def cores_text(millis: int) -> str:
 def memory_text(size: int) -> str:
     """Bytes in words for reasons: 64 GiB -> "64 GiB", 1.5 GiB -> "1.5 GiB", 300 MiB -> "300
     MiB"; an amount that is not a round number of binary units is said in the decimal ones a
-    Kubernetes user wrote ("50 MB", "1.5 GB"), so a shortfall of 50M is not shown as 47.68 MiB.
+    Kubernetes user wrote ("200 MB", "1.5 GB"), so a node of 200M is not shown as 190.73 MiB.
+    In the largest unit it reaches, to two decimals; exact when either system allows it.
     Nothing is "0 MiB", as reasons have always said it ("0 MiB in use")."""
     if size == 0:
         return "0 MiB"
-    for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
-        if size >= unit and (size * 100) % unit == 0:
-            return f"{size / unit:g} {name}"
-    for unit, name in ((10**9, "GB"), (10**6, "MB"), (10**3, "kB")):
-        if size >= unit and (size * 100) % unit == 0:
-            return f"{size / unit:g} {name}"
-    for unit, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+    binary = _in_words(size, ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")))
+    decimal = _in_words(size, ((10**9, "GB"), (10**6, "MB"), (10**3, "kB")))
+    return decimal[0] if decimal[1] and not binary[1] else binary[0]
+
+
+def _in_words(size: int, units: tuple[tuple[int, str], ...]) -> tuple[str, bool]:
+    """`size` in the largest of `units` it reaches (else bytes), and whether that is exact."""
+    for unit, name in units:
         if size >= unit:
-            return f"{round(size / unit, 2):g} {name}"
-    return f"{size} bytes"
+            shown = f"{size / unit:.2f}".rstrip("0").rstrip(".")
+            return f"{shown} {name}", (size * 100) % unit == 0
+    return f"{size} bytes", True

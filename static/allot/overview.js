@@ -41,17 +41,19 @@
   function cores(millis) { return `${Math.round(millis / 100) / 10} cores`; }
   const BINARY = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
   const DECIMAL = [[1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
-  function memory(size) {
-    if (!size) return "0 MiB";
-    for (const units of [BINARY, DECIMAL]) {
-      for (const [unit, name] of units) {
-        if (size >= unit && (size * 100) % unit === 0) return `${size / unit} ${name}`;
+  function inWords(size, units) {
+    for (const [unit, name] of units) {
+      if (size >= unit) {
+        const shown = (size / unit).toFixed(2).replace(/\.?0+$/, "");
+        return [`${shown} ${name}`, (size * 100) % unit === 0];
       }
     }
-    for (const [unit, name] of BINARY) {
-      if (size >= unit) return `${Math.round(size / unit * 100) / 100} ${name}`;
-    }
-    return `${size} bytes`;
+    return [`${size} bytes`, true];
+  }
+  function memory(size) {
+    if (!size) return "0 MiB";
+    const binary = inWords(size, BINARY), decimal = inWords(size, DECIMAL);
+    return decimal[1] && !binary[1] ? decimal[0] : binary[0];
   }
   function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
 

@@ -69,7 +69,7 @@ def add_nodes(core: client.CoreV1Api, names: tuple[str, ...], **options) -> None
     """Create fake GPU nodes with the lab's manifest (`options`: its `start` options) and wait
     until KWOK has made them Ready."""
     args = argparse.Namespace(
-        gpus_per_node=GPUS_PER_NODE, gpu_product=GPU_PRODUCT, gpu_memory_bytes=GPU_MEMORY_MIB,
+        gpus_per_node=GPUS_PER_NODE, gpu_product=GPU_PRODUCT, gpu_memory_mib=GPU_MEMORY_MIB,
         gpu_family="volta", cpus_per_node=64, memory_per_node="512Gi", label=[],
     )  # fmt: skip
     for key, value in options.items():

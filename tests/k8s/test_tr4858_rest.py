@@ -73,7 +73,7 @@ def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
 
     # The nodes came from the cluster's inventory (GPU feature discovery's product label) ...
     nodes = {n.name: (n.gpus, n.gpu_product, n.gpu_memory_bytes) for n in Node.objects.all()}
-    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, GPU_PRODUCT, 32768))
+    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, GPU_PRODUCT, 32 * 2**30))
 
     # ... and the rows follow the pods: a cycle more and every placed job is Running.
     portal = script.Portal(live_server.url, token)
