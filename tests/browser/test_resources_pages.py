@@ -89,5 +89,5 @@ def test_a_researcher_asks_for_cpu_and_memory_on_the_form(page, server, member, 
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(server.url + "/jobs/team-a/loader/")
     job = Job.objects.get(name="loader")
-    assert (job.cpu_millis, job.memory_bytes) == (500, 16384)
+    assert (job.cpu_millis, job.memory_bytes) == (500, 16 * GIB)
     assert job.status in (Status.PENDING, *HOLDING)
