@@ -41,7 +41,7 @@ run: $(STAMP)
 	@$(RUN_ENV) $(PY) manage.py migrate --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py collectstatic --noinput --verbosity 0
 	@$(RUN_ENV) $(PY) manage.py bootstrap --url http://$(HOST):$(PORT)/
-	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 ALLOT_SIM_DEMO=$(DEMO) $(PY) manage.py runserver \
+	@$(RUN_ENV) ALLOT_SESSIONS_SINGLE_USER=1 ALLOT_SIM_PROCESSES=1 ALLOT_SIM_DEMO=$(DEMO) $(PY) manage.py runserver \
 		--noreload $(HOST):$(PORT)
 
 # PostgreSQL and Redis are started first when they are installed but down (scripts/services.sh).
@@ -107,6 +107,7 @@ bench-jupyter: $(STAMP)
 # the same shape; times to all pods Running by the API server's count, CPU per part.
 bench-k8s: $(STAMP) k8s-lab
 	$(PY) benchmarks/k8s_bench.py
+	$(PY) benchmarks/k8s_bench.py --external 0.25  # a quarter as indexed Jobs made on the API server
 
 # The Kubernetes lab's binaries (tests/k8s), built from the modules pinned in scripts/k8s-lab.d/
 # into ~/.cache/allot-k8s-lab (slow once, then cached); `scripts/k8s-lab start` runs the lab.

@@ -180,6 +180,11 @@ class _Owner:
     workspace: bool = False
 
 
+# The shell of a session's JupyterLab terminals: it runs as the session's user, behind the same
+# firewall, with the same environment as its notebooks' `!commands` (issue 34 item 7).
+TERMINAL_SHELL = "/bin/bash" if Path("/bin/bash").exists() else "/bin/sh"
+
+
 def session_environment(
     home: Path, token: str, environment: Mapping[str, str], user: str, python: str = ""
 ) -> dict[str, str]:
@@ -195,6 +200,7 @@ def session_environment(
                 if not str(key).startswith(STEERING_PREFIX)})  # fmt: skip
     env.update({
         "HOME": str(home), "USER": user, "LOGNAME": user, "TMPDIR": str(home / "tmp"),
+        "SHELL": TERMINAL_SHELL,  # JupyterLab's terminals (issue 34 item 7)
         "JUPYTER_TOKEN": token,
         "JUPYTER_CONFIG_DIR": str(SERVER_CONFIG),
         # JupyterLab's own state (JSON, never code), which it keeps under the config dir by
@@ -466,7 +472,6 @@ class LocalSessions:
             "--ServerApp.port_retries=0",  # a server on another port than ours is unreachable
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--ServerApp.terminals_enabled=False",
         ]
         try:
             with _open_private(self._log(project, name)) as log:

@@ -8,6 +8,12 @@ The agent's whole state is the set of specs it was started with, and a spec carr
 so phases, logs and utilization are functions of (spec, now): starting again every job the database
 says is placed rebuilds the agent exactly after a crash, and any process (the web process serving
 logs, a Celery worker running the cycle) computes the same answers.
+
+With `processes` (ALLOT_SIM_PROCESSES, which `make run` turns on), a job with a command is no
+longer simulated: its pods run as real, isolated local processes (`agents.processes`), its phase
+comes from their exit codes and its logs from their output; the processes' files are shared by
+every process of the portal the same way. Its GPU figures stay synthetic (the simulated
+devices are not this machine's).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NoReturn
 
 from .base import JobKey, JobSpec, JobStatus, NodeStatus, NoShell, Observation, Phase, PodStatus
+from .processes import LocalProcesses
 from .sessions import JUPYTER_PORT, LocalSessions, SessionNotStarted, session_path
 
 Clock = Callable[[], datetime]
@@ -46,7 +53,8 @@ class SimulatedAgent:
     """A cluster simulated in memory; `clock()` returns the aware current time (tests freeze it).
 
     It has no containers, so no shells (`supports_shell` is False). `sessions`, when given, runs a
-    real local JupyterLab for each interactive job on port 8888; None runs none."""
+    real local JupyterLab for each interactive job on port 8888; None runs none. `processes`,
+    when given, runs each other job that has a command as local processes, one per pod."""
 
     simulated = True
     supports_shell = False
@@ -57,6 +65,7 @@ class SimulatedAgent:
         clock: Clock = utc_now,
         sessions: LocalSessions | None = None,
         on_session_ready: Callable[[], None] | None = None,
+        processes: LocalProcesses | None = None,
     ):
         if start_delay_s < 0:
             raise ValueError(f"start_delay_s must be >= 0, got {start_delay_s}")
@@ -66,6 +75,7 @@ class SimulatedAgent:
         # called once when a session started here first answers (the portal asks for a cycle,
         # so the job says Running then, not at the cycle's next tick)
         self.on_session_ready = on_session_ready
+        self.processes = processes  # real local processes for jobs with a command
         self._jobs: dict[JobKey, JobSpec] = {}
         self._lock = threading.Lock()
 
@@ -75,6 +85,9 @@ class SimulatedAgent:
         """Run `job` (idempotent; a new placement or start time replaces the old one: a move)."""
         with self._lock:
             self._jobs[job.key] = job
+        if self.has_processes(job):  # a refusal is the job's failure, reported by `status`
+            with contextlib.suppress(SessionNotStarted):
+                self.processes.run(job)
         if self.has_session(job):  # a refusal is the job's failure, reported by `status`
             with contextlib.suppress(SessionNotStarted):
                 self.sessions.start(job.project, job.name, job.environment, job.user)
@@ -105,6 +118,8 @@ class SimulatedAgent:
             self._jobs.pop((project, name), None)
         if self.sessions is not None:
             self.sessions.stop(project, name)
+        if self.processes is not None:
+            self.processes.stop(project, name)
 
     def carry_out(self, stops: Iterable[JobKey], starts: Iterable[JobSpec]) -> None:
         """`stop` each of `stops`, then `start` each of `starts`."""
@@ -117,19 +132,30 @@ class SimulatedAgent:
         """True when a real Jupyter server backs this job: interactive, port 8888, sessions on."""
         return self.sessions is not None and job.type == "interactive" and JUPYTER_PORT in job.ports
 
+    def has_processes(self, job: JobSpec) -> bool:
+        """True when local processes run this job's pods: processes on, a command, and no
+        Jupyter server behind it (a session is its own process)."""
+        return self.processes is not None and bool(job.command) and not self.has_session(job)
+
     def observe(self) -> Observation:
         """Every job started and not stopped, with its phase at `clock()`, and the busy nodes."""
         now = self.clock()
         with self._lock:
             specs = list(self._jobs.values())
         jobs = {spec.key: self.status(spec, now) for spec in specs}
+        for key in self.processes.started() if self.processes is not None else ():
+            if key not in jobs:  # started by a process that has died, or by another process
+                jobs[key] = self._leftover(*key)
         return Observation(at=now, jobs=jobs, nodes=self._nodes(specs, now), simulated=True)
 
     def explain(self, waiting: Mapping[str, str]) -> None:
         """Nothing to tell: the simulated cluster has no pods that other tools made."""
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
-        """The job's last `tail` generated log lines at `clock()` (a function of job and time)."""
+        """The job's last `tail` generated log lines at `clock()` (a function of job and time),
+        or, for a job its processes run, the last lines they wrote."""
+        if self.has_processes(job):
+            return self.processes.logs(job.project, job.name, max(0, tail))
         return _log_lines(job, self.clock(), self.start_delay_s, max(0, tail))
 
     def urls(self, job: JobSpec) -> list[dict]:
@@ -159,7 +185,11 @@ class SimulatedAgent:
     # -- derived state ----------------------------------------------------------------------------
 
     def phase(self, job: JobSpec, now: datetime) -> Phase:
-        """ContainerCreating during the start delay, Running, then Succeeded after its duration."""
+        """ContainerCreating during the start delay, Running, then Succeeded after its duration;
+        for a job its processes run, what they say."""
+        if self.has_processes(job):
+            found = self.processes.pods(*job.key)
+            return found.phase if found is not None else "ContainerCreating"
         running_s = self._running_s(job, now)
         if running_s < 0:
             return "ContainerCreating"
@@ -172,6 +202,8 @@ class SimulatedAgent:
         with a real Jupyter server is Running exactly when its server answers (the server's own
         start stands for the container's, so the simulated start delay is not added to it)."""
         now = now or self.clock()
+        if self.has_processes(job):
+            return self._process_status(job, now)
         phase = self.phase(job, now)
         message = ""
         if phase != "Succeeded" and self.has_session(job):
@@ -192,6 +224,43 @@ class SimulatedAgent:
             message=message,
             activity=self._activity(job, now) if phase == "Running" else None,
             started_at=job.started_at,
+        )
+
+    def _process_status(self, job: JobSpec, now: datetime) -> JobStatus:
+        """The status of a job its processes run: their phases, their output as activity, no
+        progress (their length is unknown) and synthetic utilization while they run."""
+        found = self.processes.pods(*job.key)
+        phase = found.phase if found is not None else "ContainerCreating"
+        pod_phases = found.pod_phases if found is not None and found.pod_phases else ()
+        pods = tuple(
+            PodStatus(i, pod.node, pod_phases[i] if i < len(pod_phases) else phase)
+            for i, pod in enumerate(job.placement)
+        )
+        running = phase == "Running"
+        return JobStatus(
+            project=job.project,
+            name=job.name,
+            phase=phase,
+            pods=pods,
+            utilization=self._job_utilization(job, now) if running else None,
+            simulated=True,  # the GPU figures are synthetic
+            message=found.message if found is not None else "",
+            activity=self.processes.activity(*job.key) if running else None,
+            started_at=job.started_at,
+        )
+
+    def _leftover(self, project: str, name: str) -> JobStatus:
+        """A job whose processes this agent did not start: reported as they are, so that the
+        portal's reconciliation stops it when no job holds it any more (its processes, user
+        and files would stay otherwise) and takes its phase when one does."""
+        found = self.processes.pods(project, name)
+        return JobStatus(
+            project=project,
+            name=name,
+            phase=found.phase if found is not None else "Failed",
+            simulated=True,
+            message=found.message if found is not None else "",
+            started_at=self.processes.started_at(project, name),
         )
 
     def _activity(self, job: JobSpec, now: datetime) -> str:

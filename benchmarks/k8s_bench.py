@@ -13,6 +13,17 @@ ALLOT_AGENT=kubernetes and KUBECONFIG pointing at the lab. Then, through the RES
    borrowed), 50 new projects of quota 80 submit their quota, 4,000 jobs. Timed from their
    first POST until no pod of the old projects is left and 4,000 of the new ones are Running.
 
+With `--external 0.25`, that share of each part's jobs (the same share of every project's) are
+not submitted through the portal but created as a user of another tool would: an indexed
+batch/v1 Job of one 1-GPU pod with `schedulerName: allot`, straight on the API server with the
+official client, in the project's namespace (`allot-<project>`, made by the benchmark if it is
+not there yet). Their pods carry the lab's keep-running label (KWOK would finish them at once)
+and a pod failure policy that ignores disruptions (what Kueue's and KAI's users set, so a
+reclaimed pod is recreated, not counted as a failure). The figures are the same: all jobs'
+pods Running, every old project's pod gone or no longer Running after the reclaim (the Job
+controller recreates an evicted pod, which then waits). A part that makes no progress for
+`--stall-s` seconds, or is not done in `--timeout`, fails with the counts of both kinds.
+
 For each part: CPU seconds of the web tier, the worker, beat, PostgreSQL, etcd, kube-apiserver,
 kube-controller-manager, KWOK and this client, and the worker's cycles (per-stage seconds, from
 `GET /api/v1/scheduler/cycles/`); before the fill, each part's CPU per second while idle (500
@@ -38,12 +49,16 @@ from pathlib import Path
 from portal_bench import post_all
 from stack import ROOT, Stack, add_shape_arguments, call
 
+from agents.kubernetes.names import namespace_for
+
 LAB = ROOT / "scripts" / "k8s-lab"
 LAB_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
 DATABASE = "allot_bench_k8s"
 REDIS_URL = "redis://127.0.0.1:6379/10"  # a database of its own: the benchmark flushes it
 PORT = 18010  # not bench-portal's, so both may run
-MANAGED = "app.kubernetes.io/managed-by=allot"
+MANAGED = ("app.kubernetes.io/managed-by", "allot")
+EXTERNAL = "allot-bench/external"  # on the external Jobs' pods: the counter knows them by it
+KEEP_RUNNING = "allot.io/lab-keep-running"  # KWOK leaves such a Job's pod Running (k8s-lab)
 
 
 def lab(*args: str, timeout: float = 900) -> str:
@@ -55,14 +70,18 @@ def lab(*args: str, timeout: float = 900) -> str:
 
 
 class PodCounter:
-    """Allot's pods as the API server reports them: a list, then a watch that resumes (a 410
-    relists), in a thread; raw JSON, no model objects (4,000 pods, several events each)."""
+    """Allot's pods and the external Jobs' pods as the API server reports them: a list, then a
+    watch that resumes (a 410 relists), in a thread; raw JSON, no model objects (4,000 pods,
+    several events each). The lab holds no other pods, so the watch takes every pod and keeps
+    those two kinds (a label selector cannot say "either label")."""
 
-    def __init__(self, kubeconfig: Path):
+    def __init__(self, kubeconfig: Path, projects_of: dict[str, str]):
         from kubernetes import client, config
 
         self.core = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
-        self.pods: dict[tuple[str, str], tuple[str, bool]] = {}  # -> (project, Running)
+        self.projects_of = projects_of  # namespace -> project, for the external pods
+        # (namespace, name) -> (project, Running, external)
+        self.pods: dict[tuple[str, str], tuple[str, bool, bool]] = {}
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.synced = threading.Event()
@@ -77,20 +96,40 @@ class PodCounter:
     def stop(self) -> None:
         self.stopping.set()
 
-    def count(self, prefix: str) -> tuple[int, int]:
-        """(pods, Running pods) of the projects whose name starts with `prefix`."""
+    def count(self, prefix: str, external: bool | None = None) -> tuple[int, int]:
+        """(pods, Running pods) of the projects whose name starts with `prefix`: all, or only
+        the external Jobs' (`external` True) or Allot's own (False)."""
         with self.lock:
-            states = [running for project, running in self.pods.values()
-                      if project.startswith(prefix)]  # fmt: skip
+            states = [running for project, running, outside in self.pods.values()
+                      if project.startswith(prefix)
+                      and external in (None, outside)]  # fmt: skip
         return len(states), sum(states)
 
+    def _state(self, pod: dict) -> tuple[str, bool, bool] | None:
+        """(project, Running, external) of one of the two kinds of pods, else None."""
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(MANAGED[0]) == MANAGED[1]:
+            return labels.get("allot.io/project", ""), _running(pod), False
+        if EXTERNAL in labels:
+            project = self.projects_of.get(pod["metadata"].get("namespace", ""), "")
+            return project, _running(pod), True
+        return None
+
+    def _keep(self, pod: dict) -> None:
+        """Record the pod's state (the caller holds the lock)."""
+        state = self._state(pod)
+        if state is None:
+            self.pods.pop(_key(pod), None)
+        else:
+            self.pods[_key(pod)] = state
+
     def _list(self) -> str:
-        answer = self.core.list_pod_for_all_namespaces(
-            label_selector=MANAGED, _preload_content=False, _request_timeout=120
-        )
+        answer = self.core.list_pod_for_all_namespaces(_preload_content=False, _request_timeout=120)
         body = json.loads(answer.data)
         with self.lock:
-            self.pods = {_key(pod): _state(pod) for pod in body.get("items") or ()}
+            self.pods = {}
+            for pod in body.get("items") or ():
+                self._keep(pod)
         self.synced.set()
         return body["metadata"]["resourceVersion"]
 
@@ -104,7 +143,7 @@ class PodCounter:
         while not self.stopping.is_set():
             try:
                 version = version or self._list()
-                stream = watch.Watch().stream(pods, label_selector=MANAGED, timeout_seconds=60,
+                stream = watch.Watch().stream(pods, timeout_seconds=60,
                                               resource_version=version,
                                               allow_watch_bookmarks=True)  # fmt: skip
                 for event in stream:
@@ -119,7 +158,7 @@ class PodCounter:
                         if event["type"] == "DELETED":
                             self.pods.pop(_key(pod), None)
                         else:
-                            self.pods[_key(pod)] = _state(pod)
+                            self._keep(pod)
             except Exception as exc:  # a 410, or the API server gone for a moment
                 if self.stopping.is_set():
                     return
@@ -132,14 +171,112 @@ def _key(pod: dict) -> tuple[str, str]:
     return pod["metadata"].get("namespace", ""), pod["metadata"]["name"]
 
 
-def _state(pod: dict) -> tuple[str, bool]:
-    """(project, Running): Running with every container ready, not being deleted."""
-    labels = pod["metadata"].get("labels") or {}
+def _running(pod: dict) -> bool:
+    """Running with every container ready, not being deleted."""
     status = pod.get("status") or {}
     containers = status.get("containerStatuses") or []
-    running = (status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
-               and bool(containers) and all(c.get("ready") for c in containers))  # fmt: skip
-    return labels.get("allot.io/project", ""), running
+    return (status.get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp")
+            and bool(containers) and all(c.get("ready") for c in containers))  # fmt: skip
+
+
+class ExternalJobs:
+    """Jobs made by another tool: created straight on the API server with the official client,
+    each an indexed batch/v1 Job of one 1-GPU pod that asks for Allot by `schedulerName`."""
+
+    def __init__(self, kubeconfig: Path, threads: int):
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        configuration.connection_pool_maxsize = threads  # one connection per thread
+        api = client.ApiClient(configuration)
+        self.core, self.batch, self.threads = client.CoreV1Api(api), client.BatchV1Api(api), threads
+        self.namespaces: set[str] = set()
+
+    def namespace(self, project: str) -> str:
+        """The project's namespace, made if it is not there (a user's namespace exists before
+        their workloads; the agent makes the same one for Allot's own pods)."""
+        from kubernetes.client.rest import ApiException
+
+        name = namespace_for(project)
+        if name not in self.namespaces:
+            try:
+                self.core.create_namespace({"metadata": {"name": name}}, _preload_content=False)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+            self.namespaces.add(name)
+        return name
+
+    def submit(self, jobs: list[dict]) -> None:
+        """Create every job's Job (`project`, `name`, `gpus` as the portal's jobs have them);
+        any refusal ends the benchmark with the API server's answer."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        for project in sorted({job["project"] for job in jobs}):
+            self.namespace(project)
+
+        def create(job: dict) -> None:
+            self.batch.create_namespaced_job(
+                namespace_for(job["project"]), external_job(job), _preload_content=False
+            )
+
+        with ThreadPoolExecutor(self.threads) as pool:
+            list(pool.map(create, jobs))
+
+
+def external_job(job: dict) -> dict:
+    """The batch/v1 Job of one of the benchmark's jobs, as a PyTorch user writes an indexed
+    Job, with a pod failure policy that ignores disruptions (an eviction by a reclaim
+    recreates the pod instead of counting against the back-off limit)."""
+    gpus = {"nvidia.com/gpu": str(job["gpus"])}
+    labels = {EXTERNAL: "true", KEEP_RUNNING: "true"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": job["name"], "labels": {EXTERNAL: "true"}},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": 1,
+            "parallelism": 1,
+            "podFailurePolicy": {
+                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+            },
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "schedulerName": "allot",
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.example/allot/bench:1",  # KWOK pulls nothing
+                            "resources": {"requests": gpus, "limits": gpus},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def split_external(jobs: list[dict], share: float) -> tuple[list[dict], list[dict]]:
+    """(through the portal, external): `share` of every project's jobs are external, spread
+    over its jobs in order: its k-th job is external when k * share + o crosses a whole number,
+    o a fraction that differs between projects, so that a share of a project's few jobs that is
+    less than one job still adds up over the projects (2 jobs each at 0.25: every other
+    project has one)."""
+    portal, external = [], []
+    ranks: dict[str, int] = {}
+    offsets: dict[str, float] = {}
+    for job in jobs:
+        project = job["project"]
+        offset = offsets.setdefault(project, (len(offsets) * share) % 1)
+        k = ranks[project] = ranks.get(project, -1) + 1
+        crosses = int((k + 1) * share + offset) > int(k * share + offset)
+        (external if crosses else portal).append(job)
+    return portal, external
 
 
 class CycleLog:
@@ -236,37 +373,64 @@ def portal_running(stack: Stack, token: str) -> int:
     return call(stack.base, token, "GET", "/api/v1/jobs/?status=Running&page_size=1")["count"]
 
 
-def submit(stack: Stack, token: str, jobs: list[dict], args) -> float:
-    """POST every job (one each, or sweeps of `--bulk`); the seconds it took."""
+def submit(stack: Stack, token: str, jobs: list[dict], external: ExternalJobs | None,
+           args) -> float:  # fmt: skip
+    """POST every job (one each, or sweeps of `--bulk`), and at the same time create the
+    external share's Jobs on the API server; the seconds it took."""
+    portal, outside = split_external(jobs, args.external) if external else (jobs, [])
     if args.bulk:
         path = "/api/v1/jobs/bulk/"
-        bodies = [{"jobs": jobs[i : i + args.bulk]} for i in range(0, len(jobs), args.bulk)]
+        bodies = [{"jobs": portal[i : i + args.bulk]} for i in range(0, len(portal), args.bulk)]
     else:
-        path, bodies = "/api/v1/jobs/", jobs
+        path, bodies = "/api/v1/jobs/", portal
     start = time.monotonic()
+    failed: list[BaseException] = []
+
+    def create_external() -> None:
+        try:
+            external.submit(outside)
+        except BaseException as error:  # said below, in the benchmark's thread
+            failed.append(error)
+
+    thread = threading.Thread(target=create_external, name="external-jobs")
+    if outside:
+        thread.start()
     post_all(stack.base, token, path, bodies, args.threads)
+    if outside:
+        thread.join()
+    if failed:
+        raise SystemExit(f"creating the external Jobs failed: {failed[0]}")
     return time.monotonic() - start
 
 
 def phase(name: str, stack: Stack, token: str, lab_dir: Path, cycles: CycleLog, jobs,
-          cluster_done, portal_done, args) -> dict:  # fmt: skip
+          cluster_done, portal_done, progress, external, args) -> dict:  # fmt: skip
     """Submit `jobs`, wait until `cluster_done()` (the API server's pods) and `portal_done()`
-    (the portal's rows); the figures of the part, times from the first POST."""
+    (the portal's rows); the figures of the part, times from the first POST. The wait ends
+    early when `progress()` (the cluster's state, any value) has not changed for `--stall-s`."""
     before, wall = cpu_seconds(stack, lab_dir), time.time()
     start = time.monotonic()
-    submitted = submit(stack, token, jobs, args)
+    submitted = submit(stack, token, jobs, external, args)
     print(
         f"{name}: submitted {len(jobs)} jobs in {submitted:.1f} s ({len(jobs) / submitted:.0f}/s)"
     )
     at: dict[str, float] = {}
+    seen = {"state": progress(), "at": time.monotonic()}
 
     def done() -> bool:
         for what, check in (("cluster", cluster_done), ("portal", portal_done)):
             if what not in at and check():
                 at[what] = time.monotonic()
-        return len(at) == 2
+        state = progress()
+        if state != seen["state"]:
+            seen.update(state=state, at=time.monotonic())
+        return len(at) == 2 or time.monotonic() - seen["at"] > args.stall_s
 
     wait_until(done, args.timeout)
+    if "cluster" not in at:
+        stalled = time.monotonic() - seen["at"] > args.stall_s
+        why = f"no change for {args.stall_s:.0f} s" if stalled else f"{args.timeout:.0f} s"
+        print(f"{name}: NOT DONE ({why}); pods (all, Running) {progress()}")
     end = at.get("cluster", time.monotonic())
     after = cpu_seconds(stack, lab_dir)  # the cluster's time is the figure: CPU until then
     return {
@@ -290,7 +454,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-s", type=float, default=20,
                         help="seconds of idle CPU measured before the fill")  # fmt: skip
     parser.add_argument("--keep-lab", action="store_true", help="leave the lab running")
+    parser.add_argument("--external", type=float, default=0.0, metavar="SHARE",
+                        help="share of the jobs created as indexed Jobs on the API server "
+                             "(schedulerName allot) instead of through the portal")  # fmt: skip
+    parser.add_argument("--stall-s", type=float, default=240,
+                        help="a part fails when its pods have not changed so long")  # fmt: skip
     args = parser.parse_args(argv)
+    if not 0 <= args.external <= 1:
+        parser.error("--external: a share from 0 to 1")
 
     lab_dir = Path(tempfile.mkdtemp(prefix="allot-k8s-bench-lab-"))
     started = time.monotonic()
@@ -300,9 +471,13 @@ def main(argv: list[str] | None = None) -> int:
     env = {"ALLOT_AGENT": "kubernetes", "KUBECONFIG": str(kubeconfig)}
     stack = Stack(DATABASE, REDIS_URL, web=args.web, port=PORT, env=env)
     counter = cycles = None
+    names = [f"project-{i:03d}" for i in range(args.projects)]
+    names += [f"owner-{i:03d}" for i in range(args.projects // 2)]  # the reclaim's
+    projects_of = {namespace_for(name): name for name in names}
+    external = ExternalJobs(kubeconfig, args.threads) if args.external else None
     try:
         token = stack.start()
-        counter = PodCounter(kubeconfig).start()
+        counter = PodCounter(kubeconfig, projects_of).start()
         cycles = CycleLog(stack.base, token)
 
         def nodes_seen() -> bool:  # the worker's cycles read the inventory into node rows
@@ -324,17 +499,22 @@ def main(argv: list[str] | None = None) -> int:
                 for i in range(args.jobs)]  # fmt: skip
         fill = phase("fill", stack, token, lab_dir, cycles, jobs,
                      lambda: counter.count("project-")[1] >= args.jobs,
-                     lambda: portal_running(stack, token) >= args.jobs, args)  # fmt: skip
+                     lambda: portal_running(stack, token) >= args.jobs,
+                     lambda: counter.count("project-"), external, args)  # fmt: skip
         running = counter.count("project-")[1]
+        external_running = counter.count("project-", external=True)
         print(f"fill: {running}/{args.jobs} pods Running (API server) after "
               f"{fill['elapsed_s']:.1f} s (goal < 60 s); in the portal after "
               f"{fill['portal_s']} s")  # fmt: skip
+        if external:
+            print(f"fill: external Jobs' pods {external_running[1]}/{external_running[0]} "
+                  "Running")  # fmt: skip
         print(f"fill: CPU seconds {fill['cpu_s']}")
         print(f"fill: cycles {fill['cycles']}")
 
         reclaim = None
         if not args.no_reclaim and fill["done"]:
-            reclaim = reclaim_part(stack, token, lab_dir, cycles, counter, args)
+            reclaim = reclaim_part(stack, token, lab_dir, cycles, counter, external, args)
     finally:
         if cycles is not None:
             cycles.stopping.set()
@@ -351,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
         "idle_cpu_s_per_s": idle,
         "nodes": args.nodes, "gpus_per_node": args.gpus_per_node, "projects": args.projects,
         "jobs": args.jobs, "bulk": args.bulk, "web_processes": args.web,
+        "external": args.external, "external_pods": external_running[0],
+        "external_running": external_running[1],
         "running": running, "submit_s": fill["submit_s"], "end_to_end_s": fill["elapsed_s"],
         "portal_running_s": fill["portal_s"], "cpu_s": fill["cpu_s"], "cycles": fill["cycles"],
         "reclaim_s": reclaim["elapsed_s"] if reclaim else None,
@@ -367,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def reclaim_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,
-                 counter: PodCounter, args) -> dict:  # fmt: skip
+                 counter: PodCounter, external: ExternalJobs | None, args) -> dict:  # fmt: skip
     """The old projects drop to quota 0; half as many new ones of twice the quota ask for it."""
     owners = args.projects // 2
     quota = args.nodes * args.gpus_per_node / owners
@@ -380,13 +562,24 @@ def reclaim_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,
     held = counter.count("project-")[0]
 
     def reclaimed() -> bool:
-        return counter.count("project-")[0] == 0 and counter.count("owner-")[1] >= len(jobs)
+        """Allot's old pods gone, the external Jobs' old pods not Running (their controller
+        makes them again, and they wait), every new pod Running."""
+        return (
+            counter.count("project-", external=False)[0] == 0
+            and counter.count("project-", external=True)[1] == 0
+            and counter.count("owner-")[1] >= len(jobs)
+        )
+
+    def progress() -> tuple:
+        return counter.count("project-"), counter.count("owner-")
 
     def portal_reclaimed() -> bool:
         return portal_running(stack, token) == len(jobs)  # the old jobs wait, Pending
 
-    part = phase("reclaim", stack, token, lab_dir, cycles, jobs, reclaimed, portal_reclaimed, args)
-    left, running = counter.count("project-")[0], counter.count("owner-")[1]
+    part = phase("reclaim", stack, token, lab_dir, cycles, jobs, reclaimed, portal_reclaimed,
+                 progress, external, args)  # fmt: skip
+    left = counter.count("project-", external=False)[0] + counter.count("project-", True)[1]
+    running = counter.count("owner-")[1]
     print(f"reclaim: {held - left} of {held} borrowed pods deleted, {running}/{len(jobs)} new "
           f"pods Running after {part['elapsed_s']:.1f} s (goal < 90 s); in the portal after "
           f"{part['portal_s']} s")  # fmt: skip

@@ -8,6 +8,7 @@ them all.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -47,8 +48,9 @@ class Stack:
     """Web workers, a Celery worker and beat on database `database` and Redis `redis_url`."""
 
     def __init__(self, database: str, redis_url: str, web: int = 3, concurrency: int = 1,
-                 port: int = PORT, env: dict[str, str] | None = None):  # fmt: skip
-        self.database, self.redis_url = database, redis_url
+                 port: int = PORT, env: dict[str, str] | None = None,
+                 pg: str = PG):  # fmt: skip
+        self.database, self.redis_url, self.pg = database, redis_url, pg
         self.web, self.concurrency = web, concurrency
         self.port, self.extra_env = port, dict(env or {})
         self.base = f"http://127.0.0.1:{port}"
@@ -60,7 +62,7 @@ class Stack:
         with the stack's `env` on top (e.g. ALLOT_AGENT=kubernetes and KUBECONFIG)."""
         environment = dict(
             os.environ,
-            DATABASE_URL=f"{PG}/{self.database}",
+            DATABASE_URL=f"{self.pg}/{self.database}",
             REDIS_URL=self.redis_url,
             ALLOT_SIM_START_DELAY_S="0",
             ALLOT_EMBEDDED_CYCLE="0",
@@ -93,7 +95,7 @@ class Stack:
         import psycopg
         import redis
 
-        with psycopg.connect(f"{PG}/postgres", autocommit=True) as connection:
+        with psycopg.connect(f"{self.pg}/postgres", autocommit=True) as connection:
             connection.execute(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
             connection.execute(f"CREATE DATABASE {self.database}")
         redis.Redis.from_url(self.redis_url).flushdb()
@@ -105,7 +107,7 @@ class Stack:
     def start(self) -> str:
         """A fresh database, then every process; the admin's token once the web tier answers."""
         token = self.fresh_database()
-        commands = [
+        self.commands = [
             ["gunicorn", "portal.asgi:application",
              "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", str(self.web),
              "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"],
@@ -114,13 +116,26 @@ class Stack:
             ["celery", "--app", "portal", "beat", "--loglevel", "WARNING",
              "--schedule", str(self.logs / "beat-schedule")],
         ]  # fmt: skip
-        self.procs = [self._spawn(i, command) for i, command in enumerate(commands)]
+        self.procs = [self._spawn(i, command) for i, command in enumerate(self.commands)]
         self._wait_ready(token)
         return token
 
+    def restart(self, part: str, signal_number: int = 9) -> None:
+        """Kill `part` (web, worker or beat) with `signal_number`, its children too (a crash:
+        kill -9 of a Celery worker leaves its pool processes), and start it again."""
+        import psutil
+
+        i = ("web", "worker", "beat").index(part)
+        root = psutil.Process(self.procs[i].pid)
+        for process in [*root.children(recursive=True), root]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.send_signal(signal_number)
+        self.procs[i].wait(20)
+        self.procs[i] = self._spawn(i, self.commands[i])
+
     def _spawn(self, i: int, command: list[str]) -> subprocess.Popen:
         binary = Path(sys.executable).parent / command[0]
-        log = open(self.logs / f"{i}-{command[0]}.log", "w")  # noqa: SIM115 (closed with the process)
+        log = open(self.logs / f"{i}-{command[0]}.log", "a")  # noqa: SIM115 (closed with the process)
         return subprocess.Popen(
             [str(binary), *command[1:]], cwd=ROOT, env=self.environment(), stdout=log,
             stderr=subprocess.STDOUT,

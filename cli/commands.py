@@ -293,12 +293,24 @@ class Duration(click.ParamType):
 @click.option("--wait", is_flag=True, help="wait (with a spinner) until it runs or fails")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="seconds --wait waits at most")  # fmt: skip
+@click.argument("words", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND [ARG]...]")
 def submit(name, from_file, project, image, gpus, gpu_memory, cpu, memory, cpu_limit,
            memory_limit, pods, interactive, command, args, environment, ports, service_type, pvc,
-           priority, estimate, wait, timeout):  # fmt: skip
-    """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE."""
+           priority, estimate, wait, timeout, words):  # fmt: skip
+    """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE.
+
+    Words after `--` are the job's command, each kept whole (`allot submit ddp --pods 2 --
+    torchrun --nnodes 2 train.py`); with --command they are its arguments, as Run:AI's."""
     if (name is None) == (from_file is None):
         raise click.UsageError("give a job NAME or --from FILE (a sweep), not both")
+    if words and from_file is not None:
+        raise click.UsageError("a command after -- is for one job NAME, not for --from FILE")
+    if words and args:
+        raise click.UsageError("give the arguments after -- or with --args, not both")
+    if words and command:
+        args = words
+    elif words:
+        command = words
     if from_file is not None:
         submit_sweep(from_file, project)
         return
@@ -471,7 +483,7 @@ def list_jobs(project, all_projects, history, status, user, since, until, limit,
     for j in jobs:
         status = j["status"] + (" (stuck)" if j.get("stuck") else "")
         table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
-                      j["image"] or "-", j["project"], j["user"] or "-",
+                      j["image"] or "-", j["project"], j["user"] or made_by(j) or "-",
                       f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
     show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
@@ -537,6 +549,7 @@ def describe(kind_or_name, name, project, as_json):
         ("Name", job["name"]), ("Project", job["project"]), ("User", job.get("user") or "-"),
         ("Type", job["type"]), ("Status", job["status"] + stuck),
         ("Image", job["image"] or "-"),
+        *([("Made outside Allot", made_outside(job))] if job.get("external") else []),
         ("GPUs", f"{job['gpus']:g} x {job['pods']} pod(s), allocated {job['allocated_gpus']:g}"),
         ("Per pod", resources_of(job)), ("Node(s)", ", ".join(job["nodes"]) or "-"),
         ("Submitted", job.get("submitted_at") or "-"), ("Started", job.get("started_at") or "-"),
@@ -591,6 +604,19 @@ def logs(name, project, tail, follow):
         if not follow or body["status"] in FINISHED:
             return
         time.sleep(2)
+
+
+def made_by(job: dict) -> str:
+    """ "external Job" for a workload another tool made (issue 33), else ""."""
+    external = job.get("external")
+    return f"external {external['kind']}" if external else ""
+
+
+def made_outside(job: dict) -> str:
+    """Where a workload another tool made lives and who deletes it (issue 33)."""
+    e = job["external"]
+    return (f"{e['kind']} {e['owner']} in namespace {e['namespace']}; its owner deletes it "
+            f"(kubectl delete {e['kind'].lower()} {e['owner']} -n {e['namespace']})")  # fmt: skip
 
 
 def _new_from(seen: list[str], lines: list[str]) -> int:

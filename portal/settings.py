@@ -404,6 +404,14 @@ ALLOT_DCGM_URL = envstr("ALLOT_DCGM_URL", "")
 # Under the simulated agent, interactive jobs on port 8888 get a real local JupyterLab
 ALLOT_SIM_JUPYTER = envbool("ALLOT_SIM_JUPYTER", True)
 ALLOT_SESSIONS_DIR = Path(envstr("ALLOT_SESSIONS_DIR", str(VAR_DIR / "sessions")))
+# Under the simulated agent, a job with a command (not a Jupyter session) runs its pods as real,
+# isolated local processes as sessions are (issue 33; `make run` turns it on). Off, such jobs are
+# simulated for their sim_duration_s, as the benchmarks and most tests rely on.
+ALLOT_SIM_PROCESSES = envbool("ALLOT_SIM_PROCESSES", False)
+# beside the sessions by default: where the operator made a place the jobs' users can reach
+ALLOT_PROCESSES_DIR = Path(
+    envstr("ALLOT_PROCESSES_DIR", "") or ALLOT_SESSIONS_DIR.parent / "processes"
+)
 # A local session runs a researcher's code on this machine (README, "Security"). A portal run as
 # root starts each as a system user of its own; one that is not root refuses to, unless this is
 # one person's embedded trial: `make run` sets ALLOT_SESSIONS_SINGLE_USER=1, and the notebook

@@ -49,6 +49,11 @@ class Node:
     `failed_devices` are indexes of GPUs the device plugin or an admin marked failed: nothing is
     placed on them, they do not count in the cluster total (R2.6), and a job running on one is
     evicted by the next cycle (scheduler/actions/failed.py).
+
+    `outside_devices`, `outside_cpu_millis` and `outside_memory_bytes` are what pods Allot did not
+    place hold here (other schedulers, DaemonSets, static pods; issue 33): those devices take
+    nothing and, as failed ones, leave the cluster total (R2.6: "minus resources of pods run by
+    other schedulers"); that CPU and memory are not free. Nothing is evicted for them.
     """
 
     name: str
@@ -60,11 +65,16 @@ class Node:
     cpu_millis: int | None = None
     memory_bytes: int | None = None
     failed_devices: tuple[int, ...] = ()
+    outside_devices: tuple[int, ...] = ()
+    outside_cpu_millis: int = 0
+    outside_memory_bytes: int = 0
 
     @property
     def healthy_gpus(self) -> int:
-        """Devices that are not failed (what a ready node gives the cluster total, R2.6)."""
-        return self.gpus - len({d for d in self.failed_devices if 0 <= d < self.gpus})
+        """Devices neither failed nor held by pods Allot did not place (what a ready node gives
+        the cluster total, R2.6)."""
+        taken = {*self.failed_devices, *self.outside_devices}
+        return self.gpus - len({d for d in taken if 0 <= d < self.gpus})
 
 
 @dataclass(frozen=True)

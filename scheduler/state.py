@@ -9,7 +9,9 @@ set and roll it back. Nodes are indexed by their count of free whole devices so 
 fitting node (R5.2) is found without scanning the cluster.
 
 A failed device (`Node.failed_devices`) is held full from the start, so nothing is placed on it
-and it never counts as free; the failed-device action evicts what ran on it (issue 26).
+and it never counts as free; the failed-device action evicts what ran on it (issue 26). A device
+that a pod Allot did not place holds (`Node.outside_devices`, R2.6) is held full the same way,
+and what such pods request of CPU and memory is not free; nothing is evicted for them.
 """
 
 from __future__ import annotations
@@ -60,11 +62,14 @@ class NodeState:
         self.n_releasing = 0
         self.n_shared = 0  # holding fractions with room left
         self.gpu_memory = node.gpu_memory_bytes
-        self.cpu_total = self.cpu_free = node.cpu_millis
-        self.memory_total = self.memory_free = node.memory_bytes
+        self.cpu_total = node.cpu_millis
+        self.memory_total = node.memory_bytes
+        self.cpu_free = _less(node.cpu_millis, node.outside_cpu_millis)
+        self.memory_free = _less(node.memory_bytes, node.outside_memory_bytes)
         self.failed = tuple(sorted({d for d in node.failed_devices if 0 <= d < node.gpus}))
-        for device in self.failed:
-            self.used[device] = FULL  # never free, never shared: out of placement
+        for device in (*self.failed, *node.outside_devices):
+            if 0 <= device < node.gpus:  # never free, never shared: out of placement
+                self.used[device] = FULL
 
     def recount(self) -> None:
         """Derive the counters from the devices (after loading the snapshot's placements)."""
@@ -110,6 +115,11 @@ class NodeState:
         ):
             return "memory"
         return None
+
+
+def _less(total: int | None, taken: int) -> int | None:
+    """What is left of a tracked amount once pods Allot did not place took theirs (R2.6)."""
+    return None if total is None else max(0, total - taken)
 
 
 class PoolIndex:

@@ -39,7 +39,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -48,7 +48,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
-from agents.kubernetes import addresses, dcgm, faults, manifests, pods, sweep
+from agents.kubernetes import addresses, adopt, dcgm, external, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
+HELD_RETRY_S = 1.0  # a start whose device a going pod still holds is tried again this often
+VACATE_WAIT_S = 1.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
 
 
 def utc_now() -> datetime:
@@ -105,6 +107,9 @@ class KubernetesAgent:
         self._retry_at = float("-inf")
         self._namespaces = pods.Namespaces()  # those known to exist: created once
         self._pool: ThreadPoolExecutor | None = None  # carries out several jobs at once
+        self._owners = external.Owners(self.api, monotonic=monotonic)  # issue 33
+        self._members: dict[str, str] = {}  # external pod uid -> its workload's uid
+        self._told: dict[str, str] = {}  # external pod uid -> what `explain` last told it
         self.problem = ""  # why the cluster cannot be seen ("" when it can)
 
     # ------------------------------------------------------------------ back-off (whole agent)
@@ -218,7 +223,7 @@ class KubernetesAgent:
         """The job's status now, read from the API (the web process has no watch of its own)."""
         try:
             answer = client.CoreV1Api(self.api).list_namespaced_pod(
-                manifests.namespace_for(job.project),
+                _namespace(job),
                 label_selector=pods.selector(job.project, job.name),
                 _request_timeout=5,
             )
@@ -230,16 +235,32 @@ class KubernetesAgent:
         usage = self._utilization()
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(manifests.namespace_for(job.project),
-                                                           names))  # fmt: skip
+            status = replace(status, utilization=usage.job(_namespace(job), names))
         return status
+
+    def explain(self, waiting: Mapping[str, str]) -> None:
+        """Tell each unbound pod of the waiting external workloads why it waits (`adopt`):
+        an Event and its PodScheduled condition, when the text changes."""
+        if not waiting or self._backing_off():
+            return
+        try:
+            adopt.explain(self.api, waiting, self.watcher.all(), self._members, self._told)
+        except Exception as exc:
+            with contextlib.suppress(Unreachable):
+                self._tolerate("explaining why external workloads wait", exc)
+        live = {pod["metadata"].get("uid") for pod in self.watcher.all()}
+        for uid in [uid for uid in self._told if uid not in live]:
+            del self._told[uid]
 
     def logs(self, job: JobSpec, tail: int = 200) -> list[str]:
         """The last `tail` lines of the first pod's log (empty before its container starts)."""
         try:
+            name, container = self._first_pod(job)
+            if not name:
+                return []
             answer = client.CoreV1Api(self.api).read_namespaced_pod_log(
-                manifests.pod_name(job, 0), manifests.namespace_for(job.project),
-                container="main", tail_lines=tail, _request_timeout=10, _preload_content=False,
+                name, _namespace(job), container=container, tail_lines=tail,
+                _request_timeout=10, _preload_content=False,
             )  # fmt: skip
             text = answer.data.decode("utf-8", "replace")
         except ApiException as exc:
@@ -249,6 +270,18 @@ class KubernetesAgent:
         except Exception as exc:
             return [f"(logs unavailable: {faults.describe(exc)})"]
         return text.splitlines()[-tail:] if tail else []
+
+    def _first_pod(self, job: JobSpec) -> tuple[str, str | None]:
+        """(name, container) of the job's first pod: by name for Allot's own; an external
+        one's by its labels (its first container)."""
+        if job.external is None:
+            return manifests.pod_name(job, 0), "main"
+        answer = client.CoreV1Api(self.api).list_namespaced_pod(
+            job.external.namespace, label_selector=pods.selector(job.project, job.name)
+            + ",allot.io/pod-index=0", _request_timeout=10)  # fmt: skip
+        if not answer.items:
+            return "", None
+        return answer.items[0].metadata.name, answer.items[0].spec.containers[0].name
 
     def urls(self, job: JobSpec) -> list[dict]:
         """The Ingress URL of each port of an ingress job; the node's (or load balancer's)
@@ -269,8 +302,14 @@ class KubernetesAgent:
                  "in_cluster": True} for port in job.ports]  # fmt: skip
 
     def open_shell(self, job: JobSpec) -> ExecShell:
-        """A terminal in the job's first pod through the exec stream (`allot bash`)."""
-        return open_shell(self.api, job)
+        """A terminal in the job's first pod through the exec stream (`allot bash`); an
+        external job's first pod is found by its labels."""
+        if job.external is None:
+            return open_shell(self.api, job)
+        name, container = self._first_pod(job)
+        if not name:
+            raise ApiException(status=404, reason=f"job {job.project}/{job.name} has no pod yet")
+        return open_shell(self.api, job, where=(job.external.namespace, name, container))
 
     def close(self) -> None:
         """Stop watching (and the threads that carry jobs out)."""
@@ -305,7 +344,24 @@ class KubernetesAgent:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_bytes for n in self._nodes if n.gpu_memory_bytes}
-        self._each(lambda job: self._start_one(job, memory), starts)
+        held = self._vacated(stops, starts) if starts else {}
+        self._each(lambda job: self._start_one(job, memory, held), starts)
+
+    def _vacated(self, stopped: list[JobKey], starts: list[JobSpec]) -> adopt.Holders:
+        """The devices' holders for `starts` (issue 40), once the watch has seen go the pods
+        that the stops just carried out deleted, if they go within `VACATE_WAIT_S`: a victim's
+        pod deleted at once (grace 0) frees its device for the job started in the same cycle,
+        and one still terminating holds it, so that start waits for a later cycle."""
+        stopped_keys = set(stopped)
+        deadline = time.monotonic() + VACATE_WAIT_S
+        while True:
+            held = adopt.holders(self.watcher.all())
+            waiting = [found for job in starts
+                       if (found := adopt.holding(job, held)) is not None
+                       and _job_key(found[2]) in stopped_keys]  # fmt: skip
+            if not waiting or time.monotonic() >= deadline:
+                return held
+            time.sleep(0.02)
 
     def _each(self, carry: Callable, items: list) -> None:
         """`carry` each item, `config.concurrency` at a time; once the API server cannot be
@@ -331,7 +387,12 @@ class KubernetesAgent:
         with self._lock:
             spec = self._stopping.get(key)
         try:
-            pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s, job=spec)
+            if spec is not None and spec.external is not None:
+                adopt.stop(self.api, *key, spec.external.namespace, self.config.grace_period_s)
+            else:
+                pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s, job=spec)
+                if spec is None:
+                    self._stop_adopted(key)
         except Exception as exc:
             self._stop_failed(key, exc)
             return
@@ -340,6 +401,18 @@ class KubernetesAgent:
             self._stopping.pop(key, None)
             self._stop_refused.pop(key, None)
             self._retries.clear(key)
+
+    def _stop_adopted(self, key: JobKey) -> None:
+        """Delete the external pods the watch shows labelled with the job, outside the
+        project's namespace (a stop whose spec this process does not know)."""
+        home = manifests.namespace_for(key[0])
+        namespaces = {
+            pod["metadata"].get("namespace")
+            for pod in self.watcher.snapshot()
+            if _job_key(pod) == key and not external.managed(pod)
+        } - {home}
+        for namespace in sorted(namespaces):
+            adopt.stop(self.api, *key, namespace, self.config.grace_period_s)
 
     def _stop_failed(self, key: JobKey, exc: Exception) -> None:
         """Back the stop off, or give it up when no retry can help (issue 25 item 1): a moving
@@ -359,8 +432,19 @@ class KubernetesAgent:
             if self._moving.pop(key, None) is not None:
                 self._refused[key] = f"could not be moved: {message}"
 
-    def _start_one(self, job: JobSpec, memory: dict[str, int]) -> None:
+    def _start_one(self, job: JobSpec, memory: dict[str, int], held: adopt.Holders) -> None:
         try:
+            holder = adopt.holder(job, held)
+            if holder:  # issue 40: never two jobs on one device
+                raise faults.DeviceHeld(f"not started: {holder}")
+            if job.external is not None:
+                self._start_external(job)
+                with self._lock:
+                    if self._unstarted.get(job.key) == job:
+                        del self._unstarted[job.key]
+                        self._started_at[job.key] = self.monotonic()
+                        self._retries.clear(job.key)
+                return
             pods.start_job(self.api, job, memory, self.config.image_pull_policy,
                            self.config.session_secret, self._namespaces,
                            self.sessions.claim_for(job))  # fmt: skip
@@ -379,6 +463,17 @@ class KubernetesAgent:
                 self._started_at[job.key] = self.monotonic()
                 self._retries.clear(job.key)
 
+    def _start_external(self, job: JobSpec) -> None:
+        """Bind the external workload's pods to the placement (`adopt.start`)."""
+        assert job.external is not None
+        uid = job.external.uid
+        cached = self.watcher.all()
+        if uid not in self._members.values():
+            _, self._members = external.workloads(cached, self._owners)
+        members = [pod for pod in cached
+                   if self._members.get(pod["metadata"].get("uid", "")) == uid]  # fmt: skip
+        adopt.start(self.api, job, members)
+
     def _start_failed(self, job: JobSpec, exc: Exception) -> None:
         """Back the start off, or fail the job with the API's message when no retry can help."""
         kind, message = self._judge(exc, job.key)
@@ -390,7 +485,11 @@ class KubernetesAgent:
                 text = f"waiting for namespace {namespace} to be set up: {message}"
                 self._retries.defer(job.key, text, first_s=SETUP_FIRST_WAIT_S)
                 return
-            if kind == "transient":
+            if isinstance(exc, faults.DeviceHeld):  # the holder is going: try again soon
+                self._retries.clear(job.key)
+                wait = self._retries.defer(job.key, f"start failed: {message}",
+                                           first_s=HELD_RETRY_S)  # fmt: skip
+            elif kind == "transient":
                 wait = self._retries.defer(job.key, f"start failed: {message}")
             else:
                 del self._unstarted[job.key]
@@ -511,8 +610,25 @@ class KubernetesAgent:
                      usage: dcgm.GpuUtilization | None = None) -> Observation:  # fmt: skip
         jobs = self._job_statuses(usage) if not self.problem else self._as_last_seen()
         synced = not self.problem and self.watcher.synced.is_set() and not self.watcher.error
+        found: tuple = ()
+        if nodes and not self.problem:
+            cached = self.watcher.all()
+            with self._lock:
+                ours = {(_namespace(spec), *key) for key, spec in self._specs.items()}
+            held = external.outside(cached, ours)
+            nodes = tuple(replace(node, outside_gpus=held[node.name][0],
+                                  outside_cpu_millis=held[node.name][1],
+                                  outside_memory_bytes=held[node.name][2])
+                          if node.name in held else node for node in nodes)  # fmt: skip
+            try:
+                workloads, self._members = external.workloads(cached, self._owners)
+                found = tuple(workloads)
+            except Exception as exc:  # an owner unreadable: the view is partial this cycle
+                synced = False
+                with contextlib.suppress(Unreachable):  # the next observe reports the outage
+                    self._tolerate("reading the owners of external pods", exc)
         return Observation(at=now, jobs=jobs, nodes=nodes, simulated=False, problem=self.problem,
-                           synced=synced)  # fmt: skip
+                           synced=synced, workloads=found)  # fmt: skip
 
     def _nodes_offline(self) -> tuple[NodeStatus, ...]:
         return ()  # nothing is known: the portal keeps the nodes as they were
@@ -525,7 +641,7 @@ class KubernetesAgent:
     def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
         statuses: dict[JobKey, JobStatus] = {}
         with self._lock:
-            for key, found in _grouped(self.watcher.snapshot()).items():
+            for key, found in _grouped(self.watcher.snapshot(), self._specs).items():
                 if self._reported(key, found):
                     statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
@@ -578,8 +694,8 @@ class KubernetesAgent:
     def _vanished_pods(self, key: JobKey, found: list[dict]) -> list[str]:
         """The names of the started job's pods that the watch no longer sees."""
         spec = self._specs.get(key)
-        if spec is None or not self._settled(key):
-            return []
+        if spec is None or spec.external is not None or not self._settled(key):
+            return []  # an external job's pods are named by their owner
         names = {pod["metadata"]["name"] for pod in found}
         expected = [manifests.pod_name(spec, index) for index in range(len(spec.placement))]
         return [name for name in expected if name not in names]
@@ -602,13 +718,31 @@ class KubernetesAgent:
         return usage
 
 
-def _grouped(cached: list[dict]) -> dict[JobKey, list[dict]]:
-    """The cached job pods by job."""
+def _namespace(job: JobSpec) -> str:
+    """Where the job's pods are: the project's namespace, or the external workload's."""
+    return (
+        job.external.namespace if job.external is not None else manifests.namespace_for(job.project)
+    )
+
+
+def _grouped(
+    cached: list[dict], specs: Mapping[JobKey, JobSpec] | None = None
+) -> dict[JobKey, list[dict]]:
+    """The cached job pods by job. With `specs`, only the pods in the namespace a job's pods
+    are in count (the project's; an external job's workload's, else none outside the
+    project's): anyone who may make pods somewhere could label one with another project's job
+    and fail or finish it."""
     grouped: dict[JobKey, list[dict]] = {}
     for pod in cached:
         key = _job_key(pod)
-        if key is not None:
-            grouped.setdefault(key, []).append(pod)
+        if key is None:
+            continue
+        if specs is not None:
+            spec = specs.get(key)
+            home = _namespace(spec) if spec is not None else manifests.namespace_for(key[0])
+            if pod["metadata"].get("namespace") != home:
+                continue
+        grouped.setdefault(key, []).append(pod)
     return grouped
 
 

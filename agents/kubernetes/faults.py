@@ -39,6 +39,12 @@ class Retry(Exception):
     name still terminating): transient."""
 
 
+class DeviceHeld(Retry):
+    """A device of the placement is still held by a live pod of another job (issue 40): that
+    pod is going (being deleted, or its job evicted), so the start is tried again soon at an
+    even pace, not after a back-off that doubles to a minute."""
+
+
 def _status_body(exc: ApiException) -> dict:
     try:
         body = json.loads(exc.body or "{}")

@@ -11,6 +11,11 @@ through the `pods/binding` subresource (`binding`), as KAI and other secondary s
 - A job's ports get a Service, of type NodePort or LoadBalancer when `service_type` says so;
   `service_type=ingress` adds a `networking.k8s.io/v1` Ingress whose path is
   `/{project}-{name}-{port}`, Run:AI's convention.
+- A job of several pods rendezvouses (issue 33): a headless Service (`rendezvous_service`) gives
+  each pod a stable DNS name (`hostname` = the pod's name, `subdomain` = the Service), and each
+  pod gets the variables torchrun, torch.distributed and Kubeflow Trainer v2 read
+  (`rendezvous.environment`): pod 0's name as `MASTER_ADDR`, its rank, the world's size, and an
+  MPI-style host list. A single-pod job's pod is as before.
 
 Each project's work lives in the namespace `allot-<project>`. Labels carry project, job, user
 and type, so the agent finds a job's objects by label selector.
@@ -21,6 +26,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from agents import rendezvous
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import sessions
 from agents.kubernetes.names import namespace_for
@@ -101,7 +107,7 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_bytes: int | None, pull:
     resources = container_resources(job, container.pop("resources", {}).get("limits", {}))
     if resources:
         container["resources"] = resources
-    container["env"] = [*_env(job), *container.get("env", [])]
+    container["env"] = [*_env(job), *container.get("env", []), *_rendezvous_env(job, index)]
     if mounts:
         container["volumeMounts"] = mounts
     spec = {
@@ -112,6 +118,9 @@ def _pod(job: JobSpec, index: int, pod: PodSpec, memory_bytes: int | None, pull:
     }
     if volumes:
         spec["volumes"] = volumes
+    if job.pods > 1:  # <pod>.<service>.<namespace>.svc resolves to this pod (the headless Service)
+        spec["hostname"] = pod_name(job, index)
+        spec["subdomain"] = rendezvous_service_name(job)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -143,7 +152,26 @@ def _container(job: JobSpec, pull: str) -> dict:
 
 
 def _env(job: JobSpec) -> list[dict]:
-    return [{"name": key, "value": value} for key, value in job.environment]
+    """The job's own variables, but those the rendezvous sets for a job of several pods."""
+    ours = rendezvous.NAMES if job.pods > 1 else frozenset()
+    return [{"name": key, "value": value} for key, value in job.environment if key not in ours]
+
+
+def pod_address(job: JobSpec, index: int) -> str:
+    """Pod `index`'s DNS name through the job's headless Service (a job of several pods)."""
+    service = rendezvous_service_name(job)
+    return f"{pod_name(job, index)}.{service}.{namespace_for(job.project)}.svc"
+
+
+def _rendezvous_env(job: JobSpec, index: int) -> list[dict]:
+    """The rendezvous variables of pod `index` of a job of several pods (none for one pod)."""
+    if job.pods <= 1:
+        return []
+    hosts = [pod_address(job, i) for i in range(job.pods)]
+    pod = job.placement[index]
+    slots = len(pod.devices) if pod.share >= 1 and pod.devices else 1
+    variables = rendezvous.environment(job, index, hosts, slots)
+    return [{"name": key, "value": value} for key, value in variables.items()]
 
 
 def _gpus(pod: PodSpec, memory_bytes: int | None) -> dict:
@@ -247,6 +275,37 @@ def service(job: JobSpec) -> dict | None:
             "labels": job_labels(job),
         },
         "spec": spec,
+    }
+
+
+def rendezvous_service_name(job: JobSpec) -> str:
+    """The name of a job's headless Service: the job's, which must be a DNS-1035 label (a
+    letter first: a job named `3d-unet` gets `job-3d-unet`). A job that also has ports keeps
+    its name for their Service (`service`), so its headless one is `<name>-hosts`."""
+    name = job.name if job.name[:1].isalpha() else f"job-{job.name}"
+    return f"{name}-hosts" if job.ports else name
+
+
+def rendezvous_service(job: JobSpec) -> dict | None:
+    """The headless Service of a job of several pods (None for one pod): no cluster address,
+    the job's pods as endpoints whether or not they are ready (a rank looks its peers up
+    before they answer, as Kubeflow's JobSet does), so `<pod>.<service>.<namespace>.svc`
+    names each pod."""
+    if job.pods <= 1:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": rendezvous_service_name(job),
+            "namespace": namespace_for(job.project),
+            "labels": {**job_labels(job), "allot.io/rendezvous": "true"},
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {"allot.io/project": job.project, "allot.io/job": job.name},
+            "publishNotReadyAddresses": True,
+        },
     }
 
 

@@ -250,11 +250,12 @@ def delete_pod(core: client.CoreV1Api, namespace: str, name: str, grace_period_s
 
 def expose(api: client.ApiClient, job: JobSpec, ingress_host: str = "",
            ingress_class: str | None = None) -> None:  # fmt: skip
-    """The job's Service (when it has ports) and, for `service_type=ingress`, its Ingress."""
+    """The job's Service (when it has ports), its headless Service (when it has several pods:
+    the pods' DNS names) and, for `service_type=ingress`, its Ingress."""
     namespace = manifests.namespace_for(job.project)
-    service = manifests.service(job)
-    if service is not None:
-        _create(client.CoreV1Api(api).create_namespaced_service, namespace, service)
+    for service in (manifests.service(job), manifests.rendezvous_service(job)):
+        if service is not None:
+            _create(client.CoreV1Api(api).create_namespaced_service, namespace, service)
     ingress = manifests.ingress(job, ingress_host, ingress_class) if ingress_host else None
     if ingress is not None:
         _create(client.NetworkingV1Api(api).create_namespaced_ingress, namespace, ingress)
@@ -296,8 +297,9 @@ def stop_job(api: client.ApiClient, project: str, name: str, grace_period_s: int
 
 
 def _stop_known(api: client.ApiClient, job: JobSpec, grace_period_s: int) -> None:
-    """Delete the pods `job` has, its Service when it has ports, its Ingress when it is exposed
-    through one: by name, each even when another fails."""
+    """Delete the pods `job` has, its Service when it has ports, its headless Service when it
+    has several pods, its Ingress when it is exposed through one: by name, each even when
+    another fails."""
     namespace = manifests.namespace_for(job.project)
     core = client.CoreV1Api(api)
     deletes = [
@@ -310,6 +312,8 @@ def _stop_known(api: client.ApiClient, job: JobSpec, grace_period_s: int) -> Non
     ]
     if job.ports:
         deletes.append((core.delete_namespaced_service, job.name, {}))
+    if job.pods > 1:
+        deletes.append((core.delete_namespaced_service, manifests.rendezvous_service_name(job), {}))
     if job.ports and job.service_type == "ingress":
         deletes.append((client.NetworkingV1Api(api).delete_namespaced_ingress, job.name, {}))
     errors = []

@@ -78,13 +78,17 @@ class ExecShell:
         self.ws.close()
 
 
-def open_shell(api: client.ApiClient, job: JobSpec, command: tuple[str, ...] = SHELL) -> ExecShell:
-    """A shell in the job's first pod (raises ApiException when the API refuses)."""
+def open_shell(api: client.ApiClient, job: JobSpec, command: tuple[str, ...] = SHELL,
+               where: tuple[str, str, str | None] | None = None) -> ExecShell:  # fmt: skip
+    """A shell in the job's first pod (raises ApiException when the API refuses). `where`:
+    (namespace, pod, container) of a pod Allot did not make (an external workload's)."""
+    namespace, pod, container = where or (manifests.namespace_for(job.project),
+                                          manifests.pod_name(job, 0), "main")  # fmt: skip
     ws = stream(
         client.CoreV1Api(api).connect_get_namespaced_pod_exec,
-        manifests.pod_name(job, 0),
-        manifests.namespace_for(job.project),
-        container="main",
+        pod,
+        namespace,
+        container=container,
         command=list(command),
         stdin=True,
         stdout=True,

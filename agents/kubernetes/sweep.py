@@ -106,10 +106,11 @@ def missing(seen: Listing, started: Iterable[JobSpec], ingress_host: str) -> lis
     gone = []
     for job in started:
         namespace = manifests.namespace_for(job.project)
-        wants = [("Service", manifests.service(job))]
+        wants = [("Service", manifests.service(job)),
+                 ("Service", manifests.rendezvous_service(job))]  # fmt: skip
         if seen.ingresses and ingress_host:
             wants.append(("Ingress", manifests.ingress(job, ingress_host)))
-        if any(body is not None and (kind, namespace, job.name) not in present
+        if any(body is not None and (kind, namespace, body["metadata"]["name"]) not in present
                for kind, body in wants):  # fmt: skip
             gone.append(job)
     return gone

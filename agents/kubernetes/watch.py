@@ -1,7 +1,11 @@
 """Allot's pods as the API server last told us: one list, then a watch that resumes where it left.
 
-`PodWatcher` keeps a cache of every pod labelled `app.kubernetes.io/managed-by=allot` in all
-namespaces, in a daemon thread:
+`PodWatcher` keeps a cache, in a daemon thread, of the pods Allot must see in all namespaces
+(issue 33): its own (labelled `app.kubernetes.io/managed-by=allot`), those of other tools that
+ask for it (`spec.schedulerName: allot`), and every other live pod bound to a node, whose
+requests hold part of it. Ended pods of other schedulers are not kept. `snapshot()` gives the
+pods of Allot's jobs (its own, and external pods it bound and labelled with a job), `all()`
+every pod kept:
 
 1. list (the cache is replaced; the list's resourceVersion is where the watch starts);
 2. watch from that resourceVersion, applying ADDED / MODIFIED / DELETED; when the server ends the
@@ -32,7 +36,7 @@ from agents.kubernetes import manifests
 
 logger = logging.getLogger(__name__)
 
-SELECTOR = ",".join(f"{key}={value}" for key, value in manifests.MANAGED_BY.items())
+((MANAGED_KEY, MANAGED_VALUE),) = manifests.MANAGED_BY.items()
 GONE = 410
 
 
@@ -74,7 +78,12 @@ class PodWatcher:
             self._watch.stop()
 
     def snapshot(self) -> list[dict]:
-        """Every cached pod."""
+        """The cached pods of Allot's jobs: its own, and external pods it labelled with a job."""
+        with self._lock:
+            return [pod for pod in self.pods.values() if _allots(pod)]
+
+    def all(self) -> list[dict]:
+        """Every cached pod: Allot's, external ones asking for it, and others bound to nodes."""
         with self._lock:
             return list(self.pods.values())
 
@@ -103,12 +112,10 @@ class PodWatcher:
         logger.warning("pod watch: %s", message)
 
     def _list(self) -> None:
-        answer = self.core.list_pod_for_all_namespaces(
-            label_selector=SELECTOR, _preload_content=False, _request_timeout=10
-        )
+        answer = self.core.list_pod_for_all_namespaces(_preload_content=False, _request_timeout=30)
         body = json.loads(answer.data)
         with self._lock:
-            self.pods = {_key(pod): pod for pod in body.get("items") or ()}
+            self.pods = {_key(pod): pod for pod in body.get("items") or () if kept(pod)}
             self.resource_version = body["metadata"].get("resourceVersion", "")
             self.relists += 1
         self.error = ""
@@ -119,7 +126,6 @@ class PodWatcher:
         self._watch = watch.Watch()
         stream = self._watch.stream(
             self._pods,
-            label_selector=SELECTOR,
             resource_version=self.resource_version,
             timeout_seconds=self.timeout_s,
             _request_timeout=self.timeout_s + 10,
@@ -130,7 +136,10 @@ class PodWatcher:
                 if event["type"] == "DELETED":
                     self.pods.pop(_key(pod), None)
                 elif event["type"] in ("ADDED", "MODIFIED"):
-                    self.pods[_key(pod)] = pod
+                    if kept(pod):
+                        self.pods[_key(pod)] = pod
+                    else:
+                        self.pods.pop(_key(pod), None)
                 version = pod.get("metadata", {}).get("resourceVersion")
                 if version:
                     self.resource_version = version
@@ -148,6 +157,22 @@ class PodWatcher:
                 return True
             time.sleep(0.01)
         return False
+
+
+def _allots(pod: dict) -> bool:
+    labels = pod["metadata"].get("labels") or {}
+    return labels.get(MANAGED_KEY) == MANAGED_VALUE or "allot.io/job" in labels
+
+
+def kept(pod: dict) -> bool:
+    """Whether the cache keeps `pod`: Allot's, asking for Allot, or live and bound to a node."""
+    if _allots(pod):
+        return True
+    spec = pod.get("spec") or {}
+    if spec.get("schedulerName") == manifests.SCHEDULER_NAME:
+        return True
+    phase = (pod.get("status") or {}).get("phase")
+    return bool(spec.get("nodeName")) and phase not in ("Succeeded", "Failed")
 
 
 def _key(pod: dict) -> tuple[str, str]:

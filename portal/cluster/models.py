@@ -43,6 +43,12 @@ class Node(models.Model):
     # GPU condition). The scheduler never places on either and evicts what runs there.
     failed_devices = models.JSONField(default=list, blank=True)
     failed_in_cluster = models.JSONField(default=list, blank=True)
+    # What live pods Allot did not place hold here (other schedulers, DaemonSets, static pods;
+    # issue 33), as the Kubernetes agent sums their requests each observation: the scheduler
+    # places nothing on that room (R2.6) and the overview shows it as used outside Allot.
+    outside_gpus = models.PositiveSmallIntegerField(default=0)
+    outside_cpu_millis = models.PositiveIntegerField(default=0)
+    outside_memory_bytes = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -6,7 +6,8 @@ marks not ready the nodes the cluster no longer lists (they are kept: jobs' hist
 and an admin deletes them). The simulated agent reports no inventory, so nothing changes there.
 An admin's cordon in Allot (`schedulable`) is never touched: the two cordons add up. So with
 failed devices (issue 26): the inventory's go to `failed_in_cluster`, an admin's marks in
-`failed_devices` stay; allocatable CPU and memory are the cluster's.
+`failed_devices` stay; allocatable CPU and memory are the cluster's, and so is what pods Allot did
+not place hold on each node (`outside_*`, issue 33).
 """
 
 from __future__ import annotations
@@ -56,4 +57,7 @@ def _resources(node: NodeStatus) -> dict:
         fields["memory_bytes"] = node.memory_bytes
     if node.failed_devices is not None:
         fields["failed_in_cluster"] = list(node.failed_devices)
+    fields["outside_gpus"] = min(max(node.outside_gpus, 0), MAX_GPUS_PER_NODE)
+    fields["outside_cpu_millis"] = max(node.outside_cpu_millis, 0)
+    fields["outside_memory_bytes"] = max(node.outside_memory_bytes, 0)
     return fields

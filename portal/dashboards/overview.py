@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from portal import access
@@ -61,7 +61,9 @@ def build_full_overview() -> dict:
         "metrics_at": figures.at.isoformat() if figures.at else None,
         "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),
-        "projects": _projects(Project.objects.all(), _requests_by_project(holding)),
+        "projects": _projects(
+            Project.objects.select_related("department"), _requests_by_project(holding)
+        ),
         "running": running,
         "pending": pending,
         "nodes": node_rows,
@@ -114,7 +116,9 @@ def _node_for(node: dict, visible: frozenset[str]) -> dict:
 def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> dict:
     total = sum(node["gpus"] for node in nodes)
     # R2.6: failed devices add nothing (issue 26)
-    ready = sum(node["gpus"] - len(node["failed_devices"]) for node in nodes if node["ready"])
+    # and neither do GPUs that pods Allot did not place hold (issue 33)
+    ready = sum(node["gpus"] - len(node["failed_devices"]) - node["outside_gpus"]
+                for node in nodes if node["ready"])  # fmt: skip
     allocated = round(sum(job["allocated_gpus"] for job in running), 3)
     idle = sum(
         job["allocated_gpus"]
@@ -138,6 +142,7 @@ def _cluster(nodes: list[dict], running: list[dict], pending: int, figures) -> d
         "running_jobs": len(running),
         "pending_jobs": pending,
         "failed_gpus": sum(len(node["failed_devices"]) for node in nodes),
+        "outside_gpus": sum(node["outside_gpus"] for node in nodes),
         **_cpu_and_memory(nodes),
     }
 
@@ -178,12 +183,14 @@ def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
         utilization_simulated=Subquery(newest.values("simulated")[:1]),
     )
     rows = []
-    for project in annotated.order_by("name"):
+    # grouped by department (top-level projects first), as the departments divide fair share
+    for project in annotated.order_by(F("department__name").asc(nulls_first=True), "name"):
         allocated = round(float(project.allocated or 0), 3)
         quota = float(project.quota)
         rows.append(
             {
                 "name": project.name,
+                "department": project.department.name if project.department else None,
                 "quota": quota,
                 "over_quota_weight": _num(project.over_quota_weight),
                 "limit": _num(project.limit),
@@ -299,6 +306,10 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
         else:  # a real cluster: only what the DCGM exporter measured, never a made-up 0
             measured = figures.devices.get(node.name) or None
         devices, failed = [], node.out_of_service
+        # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
+        taken = {*failed, *on_device[node.name]}
+        free = [index for index in range(node.gpus - 1, -1, -1) if index not in taken]
+        outside = set(free[: node.outside_gpus])
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -310,6 +321,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                     "utilization": utilization,
                     "jobs": jobs,
                     "failed": index in failed,
+                    "outside": index in outside,
                 }
             )
         known = [device["utilization"] for device in devices if device["utilization"] is not None]
@@ -327,10 +339,13 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "utilization_simulated": figures.simulated,
                 "devices": devices,
                 "failed_devices": failed,
+                "outside_gpus": len(outside),
                 "cpu_millis": node.cpu_millis,
                 **memory_figure("memory", node.memory_bytes, floor=True),
                 "allocated_cpu_millis": requests[node.name][0],
                 **memory_figure("allocated_memory", requests[node.name][1]),
+                "outside_cpu_millis": node.outside_cpu_millis,
+                **memory_figure("outside_memory", node.outside_memory_bytes),
             }
         )
     return rows

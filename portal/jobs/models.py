@@ -94,6 +94,13 @@ class Job(models.Model):
     )
     volumes = models.JSONField(default=list, blank=True)
     sim_duration_s = models.PositiveIntegerField(null=True, blank=True)
+    # A workload another tool made whose pods ask for Allot (issue 33): its namespace, its top
+    # owner's kind and name, and the group's uid (the owner's, or the pod's when each pod stands
+    # alone). Blank for Allot's own jobs. Allot places it; its owner makes and deletes it.
+    external_uid = models.CharField(max_length=64, blank=True, default="")
+    external_kind = models.CharField(max_length=63, blank=True, default="")
+    external_owner = models.CharField(max_length=253, blank=True, default="")
+    external_namespace = models.CharField(max_length=63, blank=True, default="")
     # The submitter's own estimate of the run time (Slurm's --time, advisory): it caps the
     # predicted run time, and stands alone where no finished job is like this one.
     estimate_s = models.PositiveIntegerField(null=True, blank=True)
@@ -134,6 +141,11 @@ class Job(models.Model):
         ordering = ["id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="job_project_name"),
+            models.UniqueConstraint(
+                fields=["external_uid"],
+                condition=~models.Q(external_uid=""),
+                name="job_external_uid",
+            ),
             # gpus == 0 is a CPU-only job (issue 26), which must then ask for CPU or memory
             models.CheckConstraint(
                 condition=models.Q(gpus__gt=0)
@@ -165,6 +177,12 @@ class Job(models.Model):
     def allocated_gpus(self) -> float:
         """GPUs the job holds now: gpus x pods while placed, else 0."""
         return float(self.gpus) * self.pods if self.holds_gpus else 0.0
+
+    @property
+    def is_external(self) -> bool:
+        """True for a workload another tool made (issue 33): Allot places it, its owner makes,
+        resubmits and deletes it."""
+        return bool(self.external_uid)
 
     @property
     def predicted_end(self) -> datetime | None:

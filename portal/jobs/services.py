@@ -180,6 +180,9 @@ def stop_job(job: Job, user=None) -> Job:
             ended_at=now, end=RunEnd.STOPPED, ended_by=_who(user), reason=f"stopped by {_who(user)}"
         )  # its logs are kept by the cycle that stops its pods (portal.scheduling.runs)
         freed = f"; freed {held:g} GPUs" if held else ""
+        if locked.is_external:  # issue 33: its owner makes new pods; they are held
+            freed += (f"; its pods are evicted, and new ones {locked.external_kind} "
+                      f"{locked.external_owner} makes wait until it is resumed")  # fmt: skip
         record_event(locked, "stopped", f"stopped by {_who(user)} while {was}{freed}", now)
         audit.record("job.stopped", locked, changes={"status": [was, locked.status]})
         request_cycle_on_commit()
@@ -216,10 +219,14 @@ RESUMED = {
 }  # fmt: skip
 
 
-def delete_job(job: Job, user=None) -> None:
+def delete_job(job: Job, user=None, who: str | None = None) -> None:
     """Delete `job` whatever its status: a running one is stopped, its GPUs are free once this
     commits, its name can be reused; its events and runs stay (`job` null, project and name
-    kept; a run going on ends now, and the runs' logs go).
+    kept; a run going on ends now, and the runs' logs go). `who` names who deleted it when it
+    is not a user (an external workload's owner, issue 33).
+
+    A person does not delete a pending or running external workload (its owner does: its pods
+    would come back as a new one): that is a 409 that says how; Stop holds it instead.
 
     The next cycle stops the agent's pods of jobs the database no longer has and reuses the freed
     devices.
@@ -228,17 +235,30 @@ def delete_job(job: Job, user=None) -> None:
         locked = Job.objects.select_for_update().filter(id=job.id).first()
         if locked is None:
             return  # deleted concurrently: the outcome the caller asked for
+        if who is None and locked.is_external and locked.status in ACTIVE:
+            raise conflict("status", external_delete_refusal(locked))
+        who = who or _who(user)
         freed = f"; freed {locked.allocated_gpus:g} GPUs" if locked.holds_gpus else ""
-        record_event(locked, "deleted", f"deleted by {_who(user)} while {locked.status}{freed}")
+        record_event(locked, "deleted", f"deleted by {who} while {locked.status}{freed}")
         audit.record("job.deleted", locked, changes={"status": [locked.status, None]})
         # its runs stay for the GPU-hour accounting: one going on ends now; the logs go
         JobRun.objects.filter(job=locked, ended_at__isnull=True).update(
-            ended_at=timezone.now(), end=RunEnd.STOPPED, ended_by=_who(user),
+            ended_at=timezone.now(), end=RunEnd.STOPPED, ended_by=who[:200],
             reason="the job was deleted",
         )  # fmt: skip
         JobRun.objects.filter(job=locked).update(logs="")
         locked.delete()
         request_cycle_on_commit()
+
+
+def external_delete_refusal(job: Job) -> str:
+    """Why a person does not delete a live external workload, and what to do instead."""
+    return (
+        f"{job.project.name}/{job.name} is {job.external_kind} {job.external_owner} in namespace "
+        f"{job.external_namespace}, made outside Allot: its owner deletes it (kubectl delete "
+        f"{job.external_kind.lower()} {job.external_owner} -n {job.external_namespace}); Stop "
+        "evicts its pods and holds the new ones its owner makes until it is resumed"
+    )
 
 
 def _locked(job: Job) -> Job:

@@ -10,13 +10,15 @@ can do (`simulated`, `sessions`, `supports_shell`; `agents.base.Agent`), never w
 
 from __future__ import annotations
 
+import shlex
 import threading
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from agents.base import Agent, JobSpec, PodSpec
+from agents.base import Agent, ExternalRef, JobSpec, PodSpec
 from agents.demo_durations import demo_duration_s
+from agents.processes import LocalProcesses
 from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
 from portal.core import trigger
@@ -40,20 +42,27 @@ def get_agent() -> Agent:
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
         guarded = settings.ALLOT_SESSIONS_GUARDED_URLS if settings.ALLOT_SESSIONS_FIREWALL else None
+        isolation = {
+            "python": settings.ALLOT_SESSIONS_PYTHON,
+            "single_user": settings.ALLOT_SESSIONS_SINGLE_USER,
+            "private": settings.ALLOT_SESSIONS_PRIVATE_PATHS,
+            "guarded": guarded,
+        }
         sessions = (
             LocalSessions(
-                settings.ALLOT_SESSIONS_DIR,
-                python=settings.ALLOT_SESSIONS_PYTHON,
-                single_user=settings.ALLOT_SESSIONS_SINGLE_USER,
-                private=settings.ALLOT_SESSIONS_PRIVATE_PATHS,
-                workspaces=settings.ALLOT_WORKSPACES_DIR,
-                guarded=guarded,
+                settings.ALLOT_SESSIONS_DIR, workspaces=settings.ALLOT_WORKSPACES_DIR, **isolation
             )
             if settings.ALLOT_SIM_JUPYTER
             else None
         )
+        processes = (
+            LocalProcesses(settings.ALLOT_PROCESSES_DIR, **isolation)
+            if settings.ALLOT_SIM_PROCESSES
+            else None
+        )
         return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions,
-                              on_session_ready=trigger.request_cycle)  # fmt: skip
+                              on_session_ready=trigger.request_cycle,
+                              processes=processes)  # fmt: skip
     if kind == "kubernetes":
         return _kubernetes_agent()
     raise ImproperlyConfigured(f"ALLOT_AGENT={kind!r}: choose simulated or kubernetes")
@@ -117,7 +126,7 @@ SPEC_FIELDS = (
     "id", "project__name", "name", "type", "gpus", "pods", "image", "command", "args",
     "environment", "ports", "service_type", "sim_duration_s", "placement", "started_at",
     "volumes", "user__username", "cpu_millis", "memory_bytes", "cpu_limit_millis",
-    "memory_limit_bytes",
+    "memory_limit_bytes", "external_uid", "external_kind", "external_owner", "external_namespace",
 )  # fmt: skip
 
 
@@ -132,7 +141,7 @@ def spec_from_values(row: dict) -> JobSpec:
         gpus=float(row["gpus"]),
         pods=row["pods"],
         image=row["image"],
-        command=" ".join(row["command"] or ()),
+        command=shlex.join(row["command"] or ()),  # words with spaces stay whole
         args=tuple(str(arg) for arg in row["args"] or ()),
         environment=tuple(sorted((str(k), str(v)) for k, v in (row["environment"] or {}).items())),
         ports=tuple(int(port) for port in row["ports"] or ()),
@@ -146,7 +155,16 @@ def spec_from_values(row: dict) -> JobSpec:
         memory_bytes=row.get("memory_bytes") or 0,
         cpu_limit_millis=row.get("cpu_limit_millis"),
         memory_limit_bytes=row.get("memory_limit_bytes"),
+        external=_external(row),
     )
+
+
+def _external(row: dict) -> ExternalRef | None:
+    """Where a workload another tool made lives (issue 33); None for Allot's own jobs."""
+    if not row.get("external_uid"):
+        return None
+    return ExternalRef(row["external_namespace"], row["external_kind"], row["external_owner"],
+                       row["external_uid"])  # fmt: skip
 
 
 def _sim_duration(row: dict) -> float | None:

@@ -29,7 +29,15 @@ from agents.base import Agent, Observation
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
-from portal.scheduling import cycle_metrics, eta, observe, past_usage, runs, snapshot
+from portal.scheduling import (
+    cycle_metrics,
+    eta,
+    external,
+    observe,
+    past_usage,
+    runs,
+    snapshot,
+)
 from portal.scheduling.agent import SPEC_FIELDS, get_agent, spec_from_values
 from portal.scheduling.commit import CommitConflict, commit_cycle
 from portal.scheduling.publish import publish_overview
@@ -85,6 +93,7 @@ def run_cycle(
         if result.status == "done":
             lap = perf_counter()
             _carry_out(agent, result)
+            external.explain(agent, observation)  # why other tools' pods wait (issue 33)
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
         cycle_metrics.record(result.status, result.timings)
@@ -136,7 +145,9 @@ def _plan_and_commit(
     lap = perf_counter()
     state = snapshot.load(observation.at)
     if not observation.problem and sync_nodes(observation.nodes):
-        state = replace(state, nodes=snapshot.load_nodes())  # the cluster's inventory changed
+        state = replace(
+            state, nodes=snapshot.load_nodes(state.jobs)
+        )  # the cluster's inventory changed
     changes, notes = observe.transitions(observation, state)
     leaving = frozenset(change.job for change in changes if change.leaves)
     view = state.snapshot(observation.at.timestamp(), leaving, bool(policy.service_bands))

@@ -15,7 +15,7 @@ from agents.base import Agent, JobKey, JobStatus, Observation
 from portal.jobs import health
 from portal.jobs.health import JobHealth
 from portal.jobs.models import HOLDING, Job, Status
-from portal.scheduling import runs
+from portal.scheduling import external, runs
 from portal.scheduling.agent import SPEC_FIELDS, spec_from_values
 from portal.scheduling.snapshot import CycleRows, JobRow
 from portal.scheduling.transitions import Transition
@@ -29,6 +29,7 @@ def reconcile(agent: Agent) -> Observation:
     cycle has just started is already holding in the rows (never stopped by mistake); a start
     this reads too early is repeated, harmlessly, by the next cycle."""
     seen = agent.observe()
+    external.sync(seen)  # rows for workloads other tools made (issue 33), before reading them
     rows = Job.objects.filter(status__in=HOLDING).values_list("project__name", "name", "id")
     holding = {(project, name): job_id for project, name, job_id in rows}
     missing = [holding[key] for key in holding.keys() - seen.jobs.keys()]

@@ -115,18 +115,50 @@ def _placement(stored: list[dict]) -> tuple[PodPlacement, ...]:
     return tuple(PodPlacement(*pod) for pod in placement.decode(stored))
 
 
-def load_nodes() -> tuple[Node, ...]:
-    """Every node (R2.6: the scheduler itself leaves out nodes that are not ready)."""
+def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
+    """Every node (R2.6: the scheduler itself leaves out nodes that are not ready).
+
+    What pods Allot did not place hold on a node (issue 33) becomes `outside_devices`: that many
+    of the devices no placement of `jobs` uses, highest first (the cluster's device plugin, not
+    Allot, chose theirs: only the count is known), and their CPU and memory."""
     rows = NodeRow.objects.order_by("name").values_list(
         "name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable", "cordoned_in_cluster",
-        "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster",
+        "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster", "outside_gpus",
+        "outside_cpu_millis", "outside_memory_bytes",
     )  # fmt: skip
+    nodes = []
+    for (name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported,
+         outside, outside_cpu, outside_ram) in rows:  # fmt: skip
+        failed = tuple(sorted({*marked, *reported}))
+        nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
+                          cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
+                          outside_devices=_outside_devices(gpus, outside, set(failed)),
+                          outside_cpu_millis=outside_cpu,
+                          outside_memory_bytes=outside_ram))  # fmt: skip
+    return clear_of(tuple(nodes), jobs)
+
+
+def clear_of(nodes: tuple[Node, ...], jobs: tuple[Job, ...]) -> tuple[Node, ...]:
+    """`nodes` with their outside devices moved off the devices `jobs` hold (the same count)."""
+    if not any(node.outside_devices for node in nodes):
+        return nodes
+    used: dict[str, set[int]] = {}
+    for job in jobs:
+        for pod in job.placement:
+            used.setdefault(pod.node, set()).update(pod.devices)
     return tuple(
-        Node(name, gpus, memory, pool, ready, schedulable and not cordoned, cpu_millis=cpu,
-             memory_bytes=ram, failed_devices=tuple(sorted({*marked, *reported})))
-        for name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported
-        in rows
+        replace(node, outside_devices=_outside_devices(
+            node.gpus, len(node.outside_devices),
+            {*node.failed_devices, *used.get(node.name, ())}))
+        if node.outside_devices else node
+        for node in nodes
     )  # fmt: skip
+
+
+def _outside_devices(gpus: int, count: int, taken: set[int]) -> tuple[int, ...]:
+    """`count` device indexes of a node of `gpus` that `taken` leaves free, highest first."""
+    free = [device for device in range(gpus - 1, -1, -1) if device not in taken]
+    return tuple(sorted(free[:count]))
 
 
 def _seconds(value) -> float | None:
@@ -234,6 +266,7 @@ def load(at: datetime | None = None) -> CycleRows:
     departments = load_departments()
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
+    nodes = clear_of(nodes, jobs)
     return CycleRows(
         nodes=nodes,
         departments=departments,

@@ -133,6 +133,10 @@ class Project(ResourceLimits):
     over_quota_weight = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
     limit = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
     node_pools = models.JSONField(default=list, blank=True)
+    # Kubernetes namespaces besides its own (`allot-<name>`) whose pods with `schedulerName:
+    # allot` are this project's external workloads (issue 33), as Run:AI maps namespaces to
+    # projects; a namespace belongs to one project at most (checked where it is set).
+    namespaces = models.JSONField(default=list, blank=True)
     interactive_time_limit_s = models.PositiveIntegerField(null=True, blank=True)
     # Job health policies (Step 8); on a project, None means "as its department says"
     training_max_runtime_s = models.PositiveIntegerField(null=True, blank=True)

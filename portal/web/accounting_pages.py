@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from portal import access
 from portal.dashboards import accounting
+from portal.web.colours import project_colours
 
 FIELDS = ("group_by", "period", "since", "until", "project", "user")
 LABELS = {"project": "Project", "department": "Department", "user": "User"}
@@ -43,5 +44,7 @@ def accounting_page(request: HttpRequest) -> HttpResponse:
         "groups": accounting.GROUPS, "periods": accounting.PERIODS,
         "csv_url": f"{reverse('accounting-report')}?{query + '&' if query else ''}format=csv",
         "admin": access.is_cluster_admin(request.user), "resources": resources,
+        "colours": project_colours(access.projects_for(request.user).values_list("name",
+                                                                                 flat=True)),
     }  # fmt: skip
     return render(request, "web/accounting.html", context, status=400 if errors else 200)

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 from rest_framework.exceptions import APIException, ValidationError
 
+from agents.kubernetes.names import namespace_for
 from portal import access
 from portal.api.serializers.cluster import NodeSerializer
 from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
@@ -53,8 +54,8 @@ from portal.web.templatetags.allot import quantity_cpu, quantity_memory
 # time limits are read as the CLI takes them: 90m, 2h, 1d
 PROJECT_FIELDS = {
     "name": TEXT, "quota": NUMBER, "over_quota_weight": NUMBER, "limit": NUMBER,
-    "department": CHOICE, "node_pools": LIST, **dict.fromkeys(POLICY_FIELDS, SECONDS),
-    "idle_threshold": NUMBER,
+    "department": CHOICE, "node_pools": LIST, "namespaces": LIST,
+    **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
     **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS), "default_cpu": QUANTITY,
     "default_memory": QUANTITY, "cpu_limit": QUANTITY, "memory_limit": QUANTITY,
 }  # fmt: skip
@@ -93,6 +94,7 @@ def project_detail(request: HttpRequest, name: str) -> HttpResponse:
             "members": project.memberships.select_related("user").order_by("user__username"),
             "jobs": project.jobs.select_related("user").order_by("-submitted_at")[:200],
             "roles": Role.choices,
+            "namespaces": [namespace_for(project.name), *(project.namespaces or [])],
             "can_manage": access.can_manage_members(request.user, project),
             "can_edit": access.editable_project_fields(request.user, project) != frozenset(),
             "can_delete": access.is_cluster_admin(request.user),
@@ -137,6 +139,7 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
         values = {
             "quota": plain(project.quota), "over_quota_weight": plain(project.over_quota_weight),
             "limit": plain(project.limit), "node_pools": ", ".join(project.node_pools or []),
+            "namespaces": ", ".join(project.namespaces or []),
             "department": project.department.name if project.department else "",
             **{field: as_duration(getattr(project, field)) if kind == SECONDS
                else plain(getattr(project, field))
@@ -414,7 +417,9 @@ def users(request: HttpRequest) -> HttpResponse:
     )
     for person in people:  # what the page offers on each row, as portal.access says
         person.change_refused = access.why_not_change_account(request.user, person)
-    context = {"page": "users", "people": people, "errors": errors, "values": values}
+    context = {"page": "users", "people": people, "errors": errors, "values": values,
+               "projects": list(Project.objects.order_by("name").values_list("name", flat=True)),
+               "roles": Role.choices}  # fmt: skip
     return render(request, "web/users.html", context)
 
 

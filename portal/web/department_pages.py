@@ -52,22 +52,24 @@ def departments(request: HttpRequest) -> HttpResponse:
     rows = list(Department.objects.prefetch_related("projects").order_by("name"))
     held = _held()
     for row in rows:
-        row.held_cpu_millis, row.held_memory_bytes = held.get(row.pk, (0, 0))
+        row.held_cpu_millis, row.held_memory_bytes, row.held_gpus = held.get(row.pk, (0, 0, 0.0))
+        row.fair_share = sum(project.fair_share for project in row.projects.all())  # R2.11
     return render(request, "web/departments.html", {"page": "projects", "departments": rows})
 
 
-def _held() -> dict[int, tuple[int, int]]:
-    """Department id -> (millicores, bytes) the placed pods of its projects' jobs request, as the
-    core counts them against its limits (R3.1)."""
-    held: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+def _held() -> dict[int, tuple[int, int, float]]:
+    """Department id -> (millicores, bytes, GPUs) the placed pods of its projects' jobs request
+    and hold, as the core counts them against its limits (R3.1)."""
+    held: dict[int, list] = defaultdict(lambda: [0, 0, 0.0])
     jobs = Job.objects.filter(status__in=HOLDING, project__department__isnull=False).values_list(
-        "project__department_id", "cpu_millis", "memory_bytes", "placement"
+        "project__department_id", "cpu_millis", "memory_bytes", "placement", "gpus", "pods"
     )
-    for department, cpu, memory, placement in jobs:
-        pods = len(placement or ())
-        held[department][0] += cpu * pods
-        held[department][1] += memory * pods
-    return {pk: (cpu, memory) for pk, (cpu, memory) in held.items()}
+    for department, cpu, memory, placement, gpus, pods in jobs:
+        placed = len(placement or ())
+        held[department][0] += cpu * placed
+        held[department][1] += memory * placed
+        held[department][2] += float(gpus) * pods
+    return {pk: (cpu, memory, gpus) for pk, (cpu, memory, gpus) in held.items()}
 
 
 @login_required

@@ -190,6 +190,18 @@ def field_errors(detail) -> dict[str, list[str]]:
     return errors
 
 
+def in_labels(errors: dict[str, list[str]], labels: dict[str, str]) -> dict[str, list[str]]:
+    """`errors` with the API's field names in their messages written as the form's labels
+    ("give gpus or gpu_memory" -> "give GPUs per pod or GPU memory per pod"): a page names its
+    own fields. Only whole lower-case names are replaced, so "CPU-only" and prose stay."""
+    if not labels:
+        return errors
+    names = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len,
+                       reverse=True))) + r")(?![\w-])")  # fmt: skip
+    return {field: [names.sub(lambda m: labels[m[1]], str(message)) for message in messages]
+            for field, messages in errors.items()}  # fmt: skip
+
+
 def _flatten(value) -> list:
     if isinstance(value, dict):
         return [f"{key}: {message}" for key, inner in value.items() for message in _flatten(inner)]

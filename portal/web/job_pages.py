@@ -23,8 +23,10 @@ from rest_framework.exceptions import APIException
 
 from agents.sessions import session_path
 from portal import access
+from portal.api import dry_run
+from portal.api.dry_run import Preview
 from portal.api.serializers.jobs import JobSerializer
-from portal.jobs import grants, queries, services
+from portal.jobs import grants, queries, resources, services
 from portal.jobs.models import (
     ACTIVE,
     ENDED,
@@ -54,9 +56,11 @@ from portal.web.forms import (
     WORDS,
     field_errors,
     form_input,
+    in_labels,
 )
 from portal.web.sessions import open_later, take_open
 from scheduler.bands import band_for
+from scheduler.quantity import format_cpu, format_memory
 
 JOB_FIELDS = {
     "project": TEXT, "name": TEXT, "image": TEXT, "gpus": FLOAT, "pods": INTEGER, "type": TEXT,
@@ -75,16 +79,28 @@ class _Request:
         self.user = user
 
 
-def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict]:
-    """(job, {}) when submitted, else (None, errors by field)."""
+def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict, Preview | None]:
+    """(job, {}, None) when submitted, else (None, errors by field, None), or (None, {},
+    preview) when the job would stop running jobs and the form has not confirmed it yet
+    (issue 34 item 2: a notebook preempted a teammate's training job without a word; the form
+    names them from a dry run of the next cycle and asks). What the REST answer's `warnings`
+    would say of the job (it waits for a larger node, or never starts under its project's
+    limit: issue 34 item 6) is a warning on the next page."""
     serializer = JobSerializer(data=data, context={"request": _Request(request.user)})
     try:
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
+        if request.POST.get("confirmed") != "1":
+            seen = dry_run.preview(request.user, fields)
+            if seen.disruptions:
+                return None, {}, seen
         project = fields.pop("project")
-        return services.submit_job(request.user, project, **fields), {}
+        job = services.submit_job(request.user, project, **fields)
     except APIException as exc:
-        return None, field_errors(exc)
+        return None, field_errors(exc), None
+    for warning in serializer.context.get("warnings", {}).get((project.name, job.name), []):
+        messages.warning(request, f"{job.name}: {warning}.")
+    return job, {}, None
 
 
 def _submittable(user) -> list:
@@ -135,23 +151,91 @@ def jobs(request: HttpRequest) -> HttpResponse:
     )  # fmt: skip
 
 
+# The submit form's labels, which its error messages use instead of the API's field names
+# (issue 34 item 5: "give gpus or gpu_memory, not both" named fields the form does not show).
+JOB_LABELS = {
+    "gpus": "GPUs per pod", "gpu_memory": "GPU memory per pod", "cpu_limit": "CPU limit per pod",
+    "memory_limit": "Memory limit per pod", "estimate_s": "Estimated run time",
+    "service_type": "Expose ports as", "secret_environment": "Secret environment",
+    # "cpu" and "memory" are also words of prose ("40 GiB memory"): only these phrases
+    "cpu request": "CPU per pod", "memory request": "Memory per pod",
+    "cpu or memory": "CPU per pod or Memory per pod",
+}  # fmt: skip
+# How the submit form asks for GPUs: a number of GPUs, or a share of one by its memory; the
+# other field is not sent (the API takes one of the two, never both).
+GPUS_BY = ("gpus", "gpu_memory")
+
+
+def _preferred_project(user, projects: list) -> str:
+    """The project the forms preselect: the one of the user's last job among `projects`, else
+    the first they are a member of, else the first (a cluster admin may submit anywhere)."""
+    names = [project.name for project in projects]
+    last = (Job.objects.filter(user=user, project__name__in=names).order_by("-id")
+            .values_list("project__name", flat=True).first())  # fmt: skip
+    if last is not None:
+        return last
+    member = set(user.memberships.values_list("project__name", flat=True))
+    return next((name for name in names if name in member), names[0] if names else "")
+
+
+def _project_defaults(projects: list) -> list[dict]:
+    """Each project with the CPU and memory a job of it gets when the form leaves them empty,
+    as the form writes them ("4", "32Gi"): the hints of the CPU and memory fields."""
+    rows = []
+    for project in projects:
+        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_bytes(project)
+        rows.append({
+            "name": project.name, "cpu": format_cpu(cpu) if cpu else "",
+            "memory": format_memory(memory) if memory else "",
+            "cpu_hint": f"{project.name}'s default, {format_cpu(cpu)}" if cpu else "none asked",
+            "memory_hint": (f"{project.name}'s default, {format_memory(memory)}" if memory
+                            else "none asked"),
+        })  # fmt: skip
+    return rows
+
+
+def _gpu_request(post, data: dict, errors: dict) -> str:
+    """Keeps in `data` only the GPU field the form's choice names (`gpus_by`) and returns that
+    choice; a chosen field left empty is an error in the form's words. A post without the
+    choice keeps both, for the API's check."""
+    chosen = post.get("gpus_by")
+    if chosen not in GPUS_BY:
+        return "gpu_memory" if post.get("gpu_memory", "").strip() else "gpus"
+    data.pop(GPUS_BY[1 - GPUS_BY.index(chosen)], None)
+    if chosen == "gpu_memory" and not post.get("gpu_memory", "").strip():
+        errors.setdefault("gpu_memory", []).append(
+            "give the GPU memory each pod needs, such as 20Gi, or ask for GPUs instead"
+        )
+    return chosen
+
+
 @login_required
 def job_new(request: HttpRequest) -> HttpResponse:
-    """The submit form: every field of `POST /api/v1/jobs/`, fractions included."""
+    """The submit form: every field of `POST /api/v1/jobs/`, fractions included. It asks for
+    GPUs or for GPU memory (one of the two), preselects the user's own project, and hints the
+    chosen project's CPU and memory defaults (issue 34 item 5)."""
     projects = _submittable(request.user)
-    errors, values = {}, {"gpus": "1", "pods": "1", "type": JobType.TRAIN}
+    chosen = request.GET.get("project") or _preferred_project(request.user, projects)
+    errors, preview = {}, None
+    values = {"gpus": "1", "pods": "1", "type": JobType.TRAIN, "project": chosen,
+              "gpus_by": "gpus"}  # fmt: skip
     if request.method == "POST":
-        values = request.POST
+        values = request.POST.dict()
         data, errors = form_input(request.POST, JOB_FIELDS)
+        values["gpus_by"] = _gpu_request(request.POST, data, errors)
         if not errors:
-            job, errors = _submit(request, data)
+            job, errors, preview = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Job {job.name} submitted.")
                 return redirect("job-detail", project=job.project.name, name=job.name)
+        errors = in_labels(errors, JOB_LABELS)
+    defaults = _project_defaults(projects)
+    shown = next((d for d in defaults if d["name"] == values.get("project")), None)
     return render(
         request,
         "web/job_form.html",
-        {"page": "jobs", "values": values, "errors": errors, "projects": projects,
+        {"page": "jobs", "values": values, "errors": errors, "projects": defaults,
+         "defaults": shown or (defaults[0] if defaults else None), "preview": preview,
          "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
     )  # fmt: skip
 
@@ -160,9 +244,9 @@ def job_new(request: HttpRequest) -> HttpResponse:
 def jupyter_new(request: HttpRequest) -> HttpResponse:
     """Launch Jupyter: an interactive job with port 8888, opened through the portal."""
     projects = _submittable(request.user)
-    errors = {}
-    values = {"gpus": "0.5", "image": JUPYTER_IMAGE,
-              "project": projects[0].name if projects else ""}  # fmt: skip
+    errors, preview = {}, None
+    chosen = request.GET.get("project") or _preferred_project(request.user, projects)
+    values = {"gpus": "0.5", "image": JUPYTER_IMAGE, "project": chosen}
     if request.method == "POST":
         values = request.POST
         data, errors = form_input(request.POST, {"project": TEXT, "name": TEXT, "gpus": FLOAT,
@@ -173,13 +257,14 @@ def jupyter_new(request: HttpRequest) -> HttpResponse:
                                       f"jupyter-{request.user.get_username()}")  # fmt: skip
         data |= {"type": JobType.INTERACTIVE, "ports": [JUPYTER_PORT]}
         if not errors:
-            job, errors = _submit(request, data)
+            job, errors, preview = _submit(request, data)
             if job is not None:
                 messages.success(request, f"Jupyter {job.name} is starting.")
                 lab = session_path(job.project.name, job.name) + "lab"
                 open_later(request, job.project.name, job.name, lab)  # the page opens it
                 return redirect("job-detail", project=job.project.name, name=job.name)
-    context = {"page": "jobs", "values": values, "errors": errors, "projects": projects}
+    context = {"page": "jobs", "values": values, "errors": errors, "projects": projects,
+               "preview": preview}  # fmt: skip
     return render(request, "web/jupyter_form.html", context)
 
 

@@ -63,6 +63,7 @@ urlpatterns = [
     path("audit/", audit_pages.audit_log, name="audit"),
     path("users/<str:username>/password/", admin_pages.user_password, name="user-password"),
     path("users/<str:username>/update/", user_pages.user_update, name="user-update"),
+    path("users/<str:username>/role/", user_pages.user_role, name="user-role"),
     path("jobs/", job_pages.jobs, name="jobs"),
     path("jobs/new/", job_pages.job_new, name="job-new"),
     path("jupyter/new/", job_pages.jupyter_new, name="jupyter-new"),

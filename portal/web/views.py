@@ -11,8 +11,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from portal import access
 from portal.dashboards.overview import build_overview
 from portal.scheduling.agent import get_agent
+from portal.web.colours import project_colours
 
 
 @login_required
@@ -35,5 +37,8 @@ def analytics(request: HttpRequest) -> HttpResponse:
             "page": "analytics",
             "simulated": get_agent().simulated,
             "ranges": [("1h", "1 hour"), ("24h", "24 hours"), ("7d", "7 days"), ("30d", "30 days")],
+            "colours": project_colours(
+                access.projects_for(request.user).values_list("name", flat=True)
+            ),
         },
     )

@@ -74,6 +74,11 @@ def no_fit_reason(session: Session, job: Job) -> str:
             session.fit_reasons[shape] = resource_reason(session, job, where)
         if session.fit_reasons[shape]:
             return session.fit_reasons[shape]
+    return gpu_reason(job, where) + _outside(session, job)
+
+
+def gpu_reason(job: Job, where: str) -> str:
+    """Why the job's GPUs do not fit now (R5.3, R5.4, R5.5, R6.1)."""
     if job.gpu_memory_bytes is not None:
         memory = memory_text(job.gpu_memory_bytes)
         return f"no device {where} has {memory} of GPU memory free (R5.5)"
@@ -87,6 +92,20 @@ def no_fit_reason(session: Session, job: Job) -> str:
     if job.whole:
         return f"no node {where} has {gpus(job.milli_per_pod)} idle (R5.3)"
     return f"no device {where} has {gpus(job.milli_per_pod)} free (R5.4)"
+
+
+def _outside(session: Session, job: Job) -> str:
+    """ "; 16 GPUs there are held by pods outside Allot (R2.6)" when pods Allot did not place
+    hold GPUs of the job's pools (issue 33), else "". Counted once per pools and cycle."""
+    key = ("outside", session.queue(job).node_pools)
+    if key not in session.fit_reasons:
+        members = [name for index in pools_for(session.state, job) for name in index.members]
+        held = sum(len(session.nodes[name].outside_devices) for name in members)
+        are = "s there are" if held != 1 else " there is"
+        session.fit_reasons[key] = (
+            f"; {held} GPU{are} held by pods outside Allot (R2.6)" if held else ""
+        )
+    return session.fit_reasons[key] or ""
 
 
 def resource_reason(session: Session, job: Job, where: str) -> str | None:

@@ -1,7 +1,6 @@
 /* The accounting page: GPU-hours allocated per period, stacked by group (the page's JSON). */
 "use strict";
 (function () {
-  const PALETTE = ["#2f6fbd", "#e07a1f", "#2a9d5c", "#b3261e", "#6b3fa0", "#8c564b", "#d6489f", "#5f6b7a", "#a39b00", "#17a2b8"];
   const NONE = { project: "-", department: "(no department)", user: "(no user)" };
   const data = JSON.parse(document.getElementById("accounting-data").textContent);
   const group = data.group_by;
@@ -14,7 +13,7 @@
       type: "bar", name: label, x,
       y: x.map((p) => (byPeriod.has(p) ? byPeriod.get(p).allocated_gpu_hours : 0)),
       customdata: x.map((p) => (byPeriod.has(p) ? byPeriod.get(p).over_quota_gpu_hours : 0)),
-      marker: { color: PALETTE[i % PALETTE.length] },
+      marker: { color: group === "project" ? window.Allot.colour(key, i) : window.Allot.colour(null, i) },
       hovertemplate: `${label}: %{y:.2f} GPU-h (over quota %{customdata:.2f})<extra></extra>`,
     };
   });

@@ -2,7 +2,6 @@
    over a chosen range. */
 "use strict";
 (function () {
-  const PALETTE = ["#2f6fbd", "#e07a1f", "#2a9d5c", "#b3261e", "#6b3fa0", "#8c564b", "#d6489f", "#5f6b7a", "#a39b00", "#17a2b8"];
   const SPANS = { "1h": 3600e3, "24h": 86400e3, "7d": 7 * 86400e3, "30d": 30 * 86400e3 };
   const form = document.getElementById("range");
   const status = document.getElementById("status");
@@ -46,30 +45,61 @@
     const r = range();
     if (!r) { refuse("Choose both ends of the custom range."); return; }
     if (r.from >= r.to) { refuse("The range ends before it starts: choose a From earlier than the To."); return; }
-    const params = query(r);
-    csv.href = "/api/v1/analytics/allocation/?" + params + "&format=csv";
+    csv.href = "/api/v1/analytics/allocation/?" + query(r) + "&format=csv";
     status.textContent = "loading…";
-    const response = await fetch("/api/v1/analytics/allocation/?" + params, { headers: { Accept: "application/json" } });
-    const body = await response.json();
-    if (!response.ok) {
+    const get = async (from) => {
+      const response = await fetch("/api/v1/analytics/allocation/?" + query({ ...r, from }),
+                                   { headers: { Accept: "application/json" } });
+      return [response.ok, await response.json()];
+    };
+    let [ok, body] = await get(r.from);
+    if (!ok) {
       refuse(Object.entries(body).map(([field, reasons]) => `${field}: ${[].concat(reasons).join(" ")}`).join("; "));
       return;
+    }
+    // Data younger than the range (a fresh install) is asked again from its first sample, so
+    // the API picks a step fine enough to draw it, not one point per 5 minutes (issue 34 item 10).
+    let first = sampled(body).indexOf(true);
+    let since = "";
+    if (first > 0) {
+      const [again, finer] = await get(new Date(body.times[first]));
+      if (again && sampled(finer).indexOf(true) >= 0) body = finer;
+      const start = Math.max(0, sampled(body).indexOf(true));
+      since = ` · data since ${new Date(body.times[start]).toLocaleString()}`;
     }
     problem.hidden = true;
     draw(body);
     const stepText = body.step_s >= 3600 ? body.step_s / 3600 + " h" : body.step_s >= 60 ? body.step_s / 60 + " min" : body.step_s + " s";
-    status.textContent = `one point per ${stepText} · ${body.projects.length} project${body.projects.length === 1 ? "" : "s"}`;
+    status.textContent = first < 0 ? "no data yet" :
+      `one point per ${stepText} · ${body.projects.length} project${body.projects.length === 1 ? "" : "s"}${since}`;
     clearTimeout(timer);
     if (r.live) timer = setTimeout(load, Math.max(10000, Math.min(body.step_s * 1000, 60000)));
   }
 
+  // The steps that have a sample: a fresh install has none (an empty state, not empty axes),
+  // and a range that begins before the first sample is drawn from that sample, not as a
+  // sliver at the right of 24 empty hours (issue 34 item 10).
+  function sampled(data) {
+    const series = [...data.projects.map((p) => p.allocated), ...Object.values(data.cluster)];
+    return data.times.map((_, i) => series.some((ys) => Array.isArray(ys) && ys[i] != null));
+  }
+
   function draw(data) {
+    const seen = sampled(data);
+    const first = seen.indexOf(true);
+    const empty = first < 0;
+    document.getElementById("no-data").hidden = !empty;
+    for (const id of CHARTS) document.getElementById(id).closest("section").hidden = empty;
+    if (empty) { CHARTS.forEach((id) => Plotly.purge(id)); return; }
+    const end = new Date(Date.parse(data.times[data.times.length - 1]) + data.step_s * 1000).toISOString();
+    const span = first > 0 ? { range: [data.times[first], end] } : {};
+    const xaxis = { ...BASE.xaxis, ...span };
     const x = data.times;
     // a series with few points gets markers, so a single sample still shows
     const mode = (ys) => (ys.filter((y) => y != null).length < 30 ? "lines+markers" : "lines");
     const allocation = [], pending = [], cpu = [], memory = [];
     data.projects.forEach((p, i) => {
-      const color = PALETTE[i % PALETTE.length];
+      const color = window.Allot.colour(p.name, i); // the project's colour on every chart
       allocation.push({ type: "scatter", mode: mode(p.allocated), marker: { size: 4 }, name: p.name, x, y: p.allocated, line: { color, width: 2.5, shape: "hv" },
                         legendgroup: p.name, hovertemplate: `${p.name}: %{y} GPUs<extra></extra>` });
       allocation.push({ type: "scatter", mode: "lines", name: `${p.name} quota`, x, y: p.quota, legendgroup: p.name,
@@ -85,17 +115,17 @@
     pending.push({ type: "scatter", mode: "lines", name: "cluster", x, y: data.cluster.pending, line: { color: "#1b2430", width: 1, dash: "dash", shape: "hv" } });
     const utilization = [{ type: "scatter", mode: mode(data.cluster.utilization), marker: { size: 4 }, name: "allocated GPUs", x, y: data.cluster.utilization.map((u) => (u == null ? null : u * 100)),
                            line: { color: "#2a9d5c", shape: "hv" }, hovertemplate: "%{y:.0f} %<extra></extra>" }];
-    Plotly.react("allocation-chart", allocation, { ...BASE, height: 380, yaxis: { title: { text: "GPUs" }, rangemode: "tozero" } }, CONFIG);
-    Plotly.react("cpu-chart", cpu, { ...BASE, height: 300, yaxis: { title: { text: "CPU (cores)" }, rangemode: "tozero" } }, CONFIG);
-    Plotly.react("memory-chart", memory, { ...BASE, height: 300, yaxis: { title: { text: "memory (GiB)" }, rangemode: "tozero" } }, CONFIG);
-    Plotly.react("pending-chart", pending, { ...BASE, height: 260, yaxis: { title: { text: "jobs" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("allocation-chart", allocation, { ...BASE, xaxis, height: 380, yaxis: { title: { text: "GPUs" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("cpu-chart", cpu, { ...BASE, xaxis, height: 300, yaxis: { title: { text: "CPU (cores)" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("memory-chart", memory, { ...BASE, xaxis, height: 300, yaxis: { title: { text: "memory (GiB)" }, rangemode: "tozero" } }, CONFIG);
+    Plotly.react("pending-chart", pending, { ...BASE, xaxis, height: 260, yaxis: { title: { text: "jobs" }, rangemode: "tozero" } }, CONFIG);
     const idleNames = data.projects.map((p) => p.name);
     Plotly.react("idle-chart", [{ type: "bar", x: idleNames, y: data.projects.map((p) => p.idle_gpu_hours),
-                                  marker: { color: data.projects.map((p, i) => PALETTE[i % PALETTE.length]) },
+                                  marker: { color: data.projects.map((p, i) => window.Allot.colour(p.name, i)) },
                                   hovertemplate: "%{x}: %{y:.2f} GPU-hours idle<extra></extra>" }],
                  { ...BASE, height: 260, showlegend: false, xaxis: { type: "category" },
                    yaxis: { title: { text: "GPU-hours" }, rangemode: "tozero" } }, CONFIG);
-    Plotly.react("utilization-chart", utilization, { ...BASE, height: 260, showlegend: false,
+    Plotly.react("utilization-chart", utilization, { ...BASE, xaxis, height: 260, showlegend: false,
                  yaxis: { title: { text: data.simulated ? "% (simulated)" : "%" }, range: [0, 100] } }, CONFIG);
   }
 

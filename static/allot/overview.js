@@ -5,7 +5,7 @@
   let skew = 0; // browser clock minus server clock, so run and wait times tick correctly
   let current = null;
 
-  const gpus = (x) => (x == null ? "–" : String(Math.round(x * 100) / 100));
+  const gpus = window.Allot.format.gpus; // one spelling on every page (portal/core/formats.py)
   const pct = (x) => (x == null ? "–" : Math.round(x * 100) + " %");
   function duration(seconds) {
     const s = Math.max(0, Math.round(seconds));
@@ -36,25 +36,8 @@
   }
   const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
 
-  // CPU and memory beside GPUs (issue 26): millicores as cores; bytes (issue 33) in words as
-  // scheduler/quantity.py's memory_text says them ("64 GiB", "1.5 GiB", "50 MB")
-  function cores(millis) { return `${Math.round(millis / 100) / 10} cores`; }
-  const BINARY = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
-  const DECIMAL = [[1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
-  function inWords(size, units) {
-    for (const [unit, name] of units) {
-      if (size >= unit) {
-        const shown = (size / unit).toFixed(2).replace(/\.?0+$/, "");
-        return [`${shown} ${name}`, (size * 100) % unit === 0];
-      }
-    }
-    return [`${size} bytes`, true];
-  }
-  function memory(size) {
-    if (!size) return "0 MiB";
-    const binary = inWords(size, BINARY), decimal = inWords(size, DECIMAL);
-    return decimal[1] && !binary[1] ? decimal[0] : binary[0];
-  }
+  // CPU and memory beside GPUs (issue 26): millicores as cores, bytes (issue 33) in words
+  const { cores, memory } = window.Allot.format;
   function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
 
   function tile(name, value, sub) {
@@ -66,10 +49,13 @@
   function renderTiles(ov) {
     const c = ov.cluster;
     tile("nodes", c.nodes, `${c.ready_nodes} ready`);
-    tile("gpus", gpus(c.gpus), `${gpus(c.ready_gpus)} on ready nodes` +
-      (c.failed_gpus ? `, ${c.failed_gpus} failed` : ""));
+    // in service: a failed GPU is not counted as one the cluster has (issue 34 item 11)
+    tile("gpus", gpus(c.gpus - (c.failed_gpus || 0)), `${gpus(c.ready_gpus)} on ready nodes` +
+      (c.failed_gpus ? `; ${c.failed_gpus} failed, out of service (${gpus(c.gpus)} installed)` : "") +
+      (c.outside_gpus ? `, ${c.outside_gpus} used outside Allot` : ""));
+    const inService = c.gpus - (c.failed_gpus || 0);
     tile("allocated", gpus(c.allocated_gpus),
-      c.gpus ? `${Math.round((100 * c.allocated_gpus) / c.gpus)} % of the cluster` : "");
+      inService ? `${Math.round((100 * c.allocated_gpus) / inService)} % of the GPUs in service` : "");
     tile("idle", gpus(c.idle_allocated_gpus));
     tile("utilization", pct(c.utilization),
       c.utilization == null ? "not measured" : (c.utilization_simulated ? "simulated" : "all GPUs, idle ones at 0"));
@@ -127,7 +113,20 @@
     Plotly.react("project-chart", traces, layout, { displayModeBar: false, responsive: true });
 
     const body = document.querySelector("#projects tbody");
-    body.replaceChildren(...ov.projects.map((p) => el("tr", { data: { project: p.name } },
+    // Grouped by department (issue 34 item 9): a heading row before each department's projects,
+    // when there are departments; the server sends them in that order.
+    const grouped = ov.projects.some((p) => p.department);
+    const rows = [];
+    let current;
+    ov.projects.forEach((p) => {
+      if (grouped && p.department !== current) {
+        current = p.department;
+        rows.push(el("tr", { class: "group", data: { department: current || "" } },
+          el("th", { scope: "rowgroup", colspan: "8" }, current ? `Department ${current}` : "No department")));
+      }
+      rows.push(p);
+    });
+    body.replaceChildren(...rows.map((p) => p instanceof Node ? p : el("tr", { data: { project: p.name } },
       el("th", { scope: "row" }, p.name),
       el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
       cell(gpus(p.fair_share), "num"),
@@ -211,13 +210,14 @@
       const devices = n.devices.map((d) => {
         const names = d.jobs.map((j) => (j.name ? `${j.project}/${j.name}` : "another project's job") +
           (j.share < 1 ? ` (${gpus(j.share)})` : ""));
-        const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") + `${gpus(d.allocated)} allocated` +
+        const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") +
+          (d.outside ? "used outside Allot (a pod another scheduler placed); " : "") + `${gpus(d.allocated)} allocated` +
           (d.utilization == null ? "" : `, ${pct(d.utilization)} utilization`) +
           (names.length ? "\n" + names.join("\n") : "");
-        return el("div", { class: "device" + (d.failed ? " failed" : ""), title, role: "img", "aria-label": title,
+        return el("div", { class: "device" + (d.failed ? " failed" : "") + (d.outside ? " outside" : ""), title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },
           ...stack(d.jobs),
-          el("span", null, d.allocated > 0 && d.allocated < 1 ? gpus(d.allocated) : String(d.index)));
+          el("span", null, String(d.index))); // its index always; a fraction's share is in the title
       });
       const state = !n.ready ? "not ready" : (!n.schedulable ? "cordoned" : "ready");
       return el("article", { class: "node" + (!n.ready ? " down" : (n.schedulable ? "" : " cordoned")), data: { node: n.name } },

@@ -409,7 +409,7 @@ def test_the_environment_is_built_from_nothing_and_the_job_cannot_move_the_home(
     assert all(value.startswith(str(home)) for key, value in env.items()
                if key.startswith(("JUPYTER_", "IPYTHON"))
                and key not in ("JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR"))  # fmt: skip
-    assert set(env) == {"PATH", "LANG", "SEED", "HOME", "USER", "LOGNAME", "TMPDIR",
+    assert set(env) == {"PATH", "LANG", "SEED", "HOME", "USER", "LOGNAME", "TMPDIR", "SHELL",
                         "JUPYTER_TOKEN", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR",
                         "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "JUPYTERLAB_SETTINGS_DIR",
                         "JUPYTERLAB_WORKSPACES_DIR"}  # fmt: skip

@@ -28,7 +28,7 @@ def test_a_researcher_runs_6_times_7_in_jupyter_through_the_portal(
     # the admin creates team-e with quota 2 and adds bob as a researcher
     sign_in(page, server, "root")
     page.goto(server.url + "/projects/new/")
-    page.get_by_label("Name").fill("team-e")
+    page.get_by_label("Name", exact=True).fill("team-e")
     page.get_by_label("GPU quota").fill("2")
     page.get_by_role("button", name="Save").click()
     page.wait_for_url(server.url + "/projects/team-e/")
@@ -94,6 +94,7 @@ def test_a_researcher_runs_6_times_7_in_jupyter_through_the_portal(
     session = LocalSessions(settings.ALLOT_SESSIONS_DIR).get("team-e", "jupyter-bob")
     page.goto(server.url + "/jobs/team-e/jupyter-bob/")
     stopped = time.monotonic()
+    page.once("dialog", lambda dialog: dialog.accept())  # Stop asks first (issue 34 item 7)
     page.get_by_role("button", name="Stop").click()
     page.wait_for_url(server.url + "/jobs/team-e/jupyter-bob/")  # Stopped, resumable
     deadline = time.monotonic() + 10
@@ -130,6 +131,7 @@ def test_a_file_written_in_jupyterlab_survives_stop_and_relaunch(
     session = sessions.get("team-a", first)
 
     page.goto(f"{server.url}/jobs/team-a/{first}/")
+    page.once("dialog", lambda dialog: dialog.accept())  # Stop asks first (issue 34 item 7)
     page.get_by_role("button", name="Stop", exact=True).click()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _alive(session.pid):

@@ -58,11 +58,11 @@ def test_an_admin_marks_a_gpu_failed_and_its_job_leaves_it(page, server, cluster
     page.goto(server.url + "/")  # the overview draws it failed, CPU and memory beside GPUs
     node_box = page.locator('.node[data-node="dgx1-1"]')
     expect(node_box.locator(".cpu-memory")).to_have_text(
-        "CPU 4 cores / 16 cores, memory 0 MiB / 128 GiB"
+        "CPU 4 cores / 16 cores, memory 0 GiB / 128 GiB"
     )
     expect(node_box.locator(".device").nth(device)).to_have_class("device failed")
     expect(page.locator('#projects tr[data-project="team-a"] .cpu-memory')).to_have_text(
-        "4 cores, 0 MiB"
+        "4 cores, 0 GiB"
     )
     page.screenshot(path=artifacts / "overview-failed-gpu.png", full_page=True)
     page.goto(server.url + "/nodes/")

@@ -83,3 +83,21 @@ def test_on_an_80_column_terminal_headers_stay_whole_and_values_wrap_uncut():
     assert "".join(
         line.split("dgx1-1")[-1].split()[0] if "dgx1-1" in line else "" for line in lines
     )
+
+
+def test_list_and_describe_mark_a_workload_another_tool_made(allot):  # noqa: F811
+    """Issue 33: an external workload's USER says what made it; describe says who deletes it."""
+    from portal.jobs.models import Job
+    from portal.tenancy.models import Project
+
+    Job.objects.create(project=Project.objects.get(name="team-a"), name="four", gpus=1, pods=4,
+                       external_uid="uid-four", external_kind="Job", external_owner="four",
+                       external_namespace="allot-team-a")  # fmt: skip
+    assert allot("project", "set", "team-a").returncode == 0
+    listed = allot("list")
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("four "))
+    assert "external Job" in row
+    described = allot("describe", "four").stdout
+    assert "Job four in namespace allot-team-a; its owner deletes it (kubectl delete job four" in (
+        described
+    )

@@ -342,3 +342,20 @@ def test_describe_shows_a_job_its_runs_and_events_as_runai_describe_does(allot):
     assert wrong.returncode == 1 and "knows jobs only" in wrong.stderr
     as_json = json.loads(allot("describe", "d-1", "--json").stdout)
     assert as_json["runs"][0]["number"] == 1 and as_json["events"]
+
+
+def test_submit_takes_the_command_after_a_double_dash_word_for_word(allot):  # noqa: F811
+    done = allot("submit", "ddp", "--pods", "2", "-p", "team-a", "--", "torchrun", "--nnodes",
+                 "2", "--nproc-per-node", "1", "train.py", "--note", "two words")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    job = json.loads(allot("get", "ddp", "-p", "team-a", "--json").stdout)
+    assert job["pods"] == 2
+    assert job["command"] == ["torchrun", "--nnodes", "2", "--nproc-per-node", "1", "train.py",
+                              "--note", "two words"]  # fmt: skip
+    assert job["args"] == []
+    done = allot("submit", "ddp2", "-p", "team-a", "--command", "python", "--", "train.py", "-v")
+    assert done.returncode == 0, done.stderr
+    job = json.loads(allot("get", "ddp2", "-p", "team-a", "--json").stdout)
+    assert (job["command"], job["args"]) == (["python"], ["train.py", "-v"])  # Run:AI's form
+    both = allot("submit", "x", "-p", "team-a", "--args", "a", "--", "python", "b")
+    assert both.returncode == 2 and "not both" in both.stderr

@@ -4,10 +4,11 @@ A test directory that needs it imports the fixture into its conftest.py:
 
     from tests.k8s.lab import k8s_lab  # noqa: F401  (a fixture)
 
-Whichever directories import it, one lab is started per test session (2 nodes x 8 GPUs, in a
-temporary work directory) and stopped when the last user is done. Without the binaries the tests
-are skipped with the command that builds them; under CI (`CI` set) that is a failure instead,
-since .ci/run builds them first.
+Whichever directories import it, one lab is started per test session (2 nodes x 8 GPUs and the
+JobSet controller, in a temporary work directory) and stopped when the last user is done. A Job's
+pod labelled KEEP_RUNNING_LABEL stays Running until deleted (KWOK finishes the others at once).
+Without the binaries the tests are skipped with the command that builds them; under CI (`CI`
+set) that is a failure instead, since .ci/run builds them first.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "k8s-lab"
 NODES = 2
 GPUS_PER_NODE = 8
+# A Job's pod with this label stays Running until deleted (scripts/k8s-lab, KWOK's stages).
+KEEP_RUNNING_LABEL = "allot.io/lab-keep-running"
 
 
 def eventually(
@@ -123,7 +126,9 @@ class SharedLab:
 
 def _start() -> Lab:
     workdir, state = start_lab(
-        "allot-k8s-lab-", "--nodes", str(NODES), "--gpus-per-node", str(GPUS_PER_NODE)
+        "allot-k8s-lab-",
+        *("--nodes", str(NODES), "--gpus-per-node", str(GPUS_PER_NODE)),
+        "--jobset",  # JobSet's CRD, controller and webhooks, for the workloads users bring
     )
     kubeconfig = Path(state["kubeconfig"])
     return Lab(

@@ -92,7 +92,7 @@ def add_nodes(core: client.CoreV1Api, names: tuple[str, ...], **options) -> None
 
 
 def _start() -> Lab:
-    workdir, state = start_lab("allot-k8s-portal-lab-", "--nodes", "0")
+    workdir, state = start_lab("allot-k8s-portal-lab-", "--nodes", "0", "--jobset")
     api = config.new_client_from_config(config_file=state["kubeconfig"])
     add_nodes(client.CoreV1Api(api), NODES)
     return Lab(dir=workdir, kubeconfig=Path(state["kubeconfig"]), server=state["server"],

@@ -147,9 +147,19 @@ def make_agent(identities: Identities, monkeypatch) -> Iterator[Callable[..., Ku
 
 @pytest.fixture
 def project(k8s_lab: Lab) -> Iterator[str]:
-    """A project of its own (namespace allot-<project>, deleted afterwards)."""
+    """A project of its own (namespace allot-<project>, deleted afterwards). Its pods are
+    deleted first and waited for: a pod left live on a device would hold it from the next
+    test's job (issue 40: a device held by a live pod of another job is not given again)."""
     name = f"p{uuid.uuid4().hex[:8]}"
     yield name
+    namespace = f"allot-{name}"
+    try:
+        k8s_lab.core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+    eventually(lambda: not k8s_lab.core.list_namespaced_pod(namespace).items,
+               f"the pods of {namespace} to be deleted", timeout=30)  # fmt: skip
     try:
         k8s_lab.core.delete_namespace(f"allot-{name}")
     except ApiException as error:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,51 @@ def test_the_service_account_of_the_manifest_may_do_all_the_agent_does(
         assert agent.problem == "" and agent.watcher.error == ""
     finally:
         agent.close()
+
+
+def test_the_service_account_may_group_bind_explain_and_stop_external_pods(
+    allot_lab, applied, portal_on_lab, monkeypatch, tmp_path
+):
+    """Issue 33 as the `allot` service account: a Job's pods that ask for Allot are grouped by
+    reading the Job, told why they wait (an Event, PodScheduled), bound and labelled, and
+    deleted by a stop, with nothing refused."""
+    from agents.base import JobSpec, PodSpec
+    from portal.scheduling import agent as agent_module
+
+    for document in DOCUMENTS:
+        apply(allot_lab.api_client, document)
+    monkeypatch.setattr(kube_config, "KUBE_CONFIG_DEFAULT_LOCATION",
+                        str(service_account_kubeconfig(allot_lab, tmp_path)))  # fmt: skip
+    monkeypatch.setattr(agent_module, "_agent", None)
+    agent = agent_module.get_agent()
+    core, ns = allot_lab.core, "rbac-external"
+    core.create_namespace({"metadata": {"name": ns}})
+    try:
+        pod = {"spec": {"schedulerName": "allot", "restartPolicy": "Never",
+                        "containers": [{"name": "work", "image": "busybox"}]}}  # fmt: skip
+        client.BatchV1Api(allot_lab.api_client).create_namespaced_job(
+            ns, {"metadata": {"name": "pair"}, "spec": {"parallelism": 2, "template": pod}}
+        )
+
+        def grouped():
+            found = [w for w in agent.observe().workloads if w.ref.namespace == ns]
+            return found if len(found) == 1 and len(found[0].pods) == 2 else None
+
+        (workload,) = eventually(grouped, "the Job's two pods as one workload")
+        assert (workload.ref.kind, workload.size) == ("Job", 2)  # the Job was read
+        agent.explain({workload.ref.uid: "waiting for GPUs"})
+        eventually(lambda: len(core.list_namespaced_event(ns).items) >= 2, "the Events")
+        conditions = core.read_namespaced_pod(workload.pods[0].name, ns).status.conditions
+        assert any(c.type == "PodScheduled" and c.message == "waiting for GPUs" for c in conditions)
+        placement = tuple(PodSpec(node, (7,)) for node in allot_lab.nodes)
+        spec = JobSpec("rbacx", "pair", placement, datetime.now(UTC), external=workload.ref)
+        agent.start(spec)
+        bound = core.list_namespaced_pod(ns, label_selector="allot.io/job=pair").items
+        assert sorted(p.spec.node_name for p in bound) == sorted(allot_lab.nodes)
+        agent.stop(*spec.key)
+        eventually(lambda: not core.list_namespaced_pod(ns, label_selector="allot.io/job=pair")
+                   .items, "the bound pods deleted")  # fmt: skip
+        assert agent.problem == "" and agent.watcher.error == ""
+    finally:
+        agent.close()
+        core.delete_namespace(ns)

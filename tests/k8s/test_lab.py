@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests.k8s.lab import Lab, eventually
+from tests.k8s.lab import KEEP_RUNNING_LABEL, Lab, eventually, start_lab, stop_lab
 
 pytestmark = pytest.mark.k8s
 
@@ -144,3 +145,159 @@ def test_deleting_a_namespace_with_a_running_pod_completes(k8s_lab: Lab) -> None
         return name not in {n.metadata.name for n in core.list_namespace().items}
 
     eventually(gone, f"namespace {name} to be deleted", timeout=120)
+
+
+def job_pod_template(
+    labels: dict[str, str] | None = None, *, node: str | None = None
+) -> client.V1PodTemplateSpec:
+    """A one-container pod template of one GPU, without a restart policy (JobSet's webhook
+    gives one; a Job is refused without one)."""
+    return client.V1PodTemplateSpec(
+        metadata=client.V1ObjectMeta(labels=labels),
+        spec=client.V1PodSpec(
+            node_name=node,
+            automount_service_account_token=False,
+            containers=[
+                client.V1Container(
+                    name="main",
+                    image="registry.example/allot/never-pulled:1",
+                    resources=client.V1ResourceRequirements(
+                        requests={"nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"}
+                    ),
+                )
+            ],
+        ),
+    )
+
+
+def jobset(name: str, **spec: object) -> dict:
+    """A JobSet of 2 replicated Jobs (workers, launchers) of 2 pods each, as a user writes it:
+    no restart policy, no success policy, no network settings (JobSet's webhook defaults them)."""
+    template = client.ApiClient().sanitize_for_serialization(job_pod_template())
+    replicated = [
+        {
+            "name": role,
+            "replicas": 1,
+            "template": {"spec": {"parallelism": 2, "completions": 2, "template": template}},
+        }
+        for role in ("workers", "launchers")
+    ]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {"replicatedJobs": replicated, **spec},
+    }
+
+
+def test_a_jobset_gets_its_jobs_and_pods_from_the_jobset_controller(
+    k8s_lab: Lab, namespace: str
+) -> None:
+    """The lab runs JobSet's controller and webhooks (`start --jobset`): the JobSet is defaulted
+    by the mutating webhook (its pods get restartPolicy OnFailure, which a Job needs), and the
+    controller makes one Job per replicated Job, 2 pods each, and the headless Service."""
+    objects = client.CustomObjectsApi(k8s_lab.api_client)
+    objects.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", jobset("train")
+    )
+    created = objects.get_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", "train"
+    )
+    assert created["spec"]["successPolicy"]["operator"] == "All"
+    assert created["spec"]["network"]["enableDNSHostnames"] is True
+    batch = client.BatchV1Api(k8s_lab.api_client)
+
+    def jobs() -> list[client.V1Job]:
+        found = batch.list_namespaced_job(
+            namespace, label_selector="jobset.sigs.k8s.io/jobset-name=train"
+        ).items
+        return found if len(found) == 2 else []
+
+    made = eventually(jobs, "the JobSet's 2 Jobs")
+    assert sorted(j.metadata.name for j in made) == ["train-launchers-0", "train-workers-0"]
+    for job in made:
+        assert [o.kind for o in job.metadata.owner_references] == ["JobSet"]
+        assert job.spec.parallelism == 2
+
+    def pods() -> list[client.V1Pod]:
+        found = k8s_lab.core.list_namespaced_pod(
+            namespace, label_selector="jobset.sigs.k8s.io/jobset-name=train"
+        ).items
+        return found if len(found) == 4 else []
+
+    made_pods = eventually(pods, "the JobSet's 4 pods")
+    assert {p.spec.restart_policy for p in made_pods} == {"OnFailure"}
+    assert {p.spec.subdomain for p in made_pods} == {"train"}  # the JobSet's headless Service
+    # No scheduler runs in the lab: the pods wait for whichever scheduler they name.
+    assert {p.spec.node_name for p in made_pods} == {None}
+    assert k8s_lab.core.read_namespaced_service("train", namespace).spec.cluster_ip == "None"
+
+
+def test_the_jobset_webhook_refuses_an_invalid_jobset(k8s_lab: Lab, namespace: str) -> None:
+    """The validating webhook answers: a failure policy naming a replicated Job the JobSet does
+    not have passes the CRD's schema and is refused only by JobSet's own validation."""
+    objects = client.CustomObjectsApi(k8s_lab.api_client)
+    invalid = jobset(
+        "broken",
+        failurePolicy={"rules": [{"action": "FailJobSet", "targetReplicatedJobs": ["nowhere"]}]},
+    )
+    with pytest.raises(ApiException) as refused:
+        objects.create_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", invalid
+        )
+    assert refused.value.status in (400, 403, 422)
+    assert "vjobset.kb.io" in refused.value.body
+    assert "'nowhere'" in refused.value.body
+
+
+def job(name: str, labels: dict[str, str] | None, node: str) -> client.V1Job:
+    template = job_pod_template(labels, node=node)
+    template.spec.restart_policy = "Never"
+    return client.V1Job(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1JobSpec(parallelism=1, completions=1, template=template),
+    )
+
+
+def phases(core: client.CoreV1Api, namespace: str, job_name: str) -> list[str]:
+    pods = core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}").items
+    return [p.status.phase for p in pods]
+
+
+def test_a_job_pod_labelled_keep_running_stays_running(k8s_lab: Lab, namespace: str) -> None:
+    """KWOK finishes a Job's pods as soon as they run; one labelled KEEP_RUNNING_LABEL stays
+    Running until it is deleted (what a test of an external Job's GPUs needs)."""
+    batch = client.BatchV1Api(k8s_lab.api_client)
+    node = k8s_lab.nodes[0]
+    batch.create_namespaced_job(namespace, job("held", {KEEP_RUNNING_LABEL: "true"}, node))
+    batch.create_namespaced_job(namespace, job("finished", None, node))
+    eventually(lambda: phases(k8s_lab.core, namespace, "finished") == ["Succeeded"], "Succeeded")
+    eventually(lambda: phases(k8s_lab.core, namespace, "held") == ["Running"], "Running")
+    for _ in range(10):
+        time.sleep(1)
+        assert phases(k8s_lab.core, namespace, "held") == ["Running"]
+    assert not batch.read_namespaced_job_status("held", namespace).status.succeeded
+
+
+def test_with_job_pods_run_every_job_pod_stays_running() -> None:
+    """`start --job-pods-run`: KWOK runs no pod-complete stage, so an unlabelled Job's pod stays
+    Running too (a lab of its own, one node)."""
+    workdir, state = start_lab("allot-k8s-lab-jobs-run-", "--nodes", "1", "--job-pods-run")
+    lab = Lab(
+        dir=workdir,
+        kubeconfig=Path(state["kubeconfig"]),
+        server=state["server"],
+        nodes=state["nodes"],
+        gpus_per_node=state["gpus_per_node"],
+        api_client=config.new_client_from_config(config_file=state["kubeconfig"]),
+    )
+    try:
+        client.BatchV1Api(lab.api_client).create_namespaced_job(
+            "default", job("plain", None, lab.nodes[0])
+        )
+        eventually(lambda: phases(lab.core, "default", "plain") == ["Running"], "Running")
+        for _ in range(5):
+            time.sleep(1)
+            assert phases(lab.core, "default", "plain") == ["Running"]
+    finally:
+        stop_lab(lab)

@@ -14,10 +14,10 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 MIB, GIB = 2**20, 2**30
-BEFORE = [("jobs", "0018_secret_environment"), ("cluster", "0003_resources"),
-          ("tenancy", "0008_department_resource_limits")]  # fmt: skip
-AFTER = [("jobs", "0019_memory_in_bytes"), ("cluster", "0004_memory_in_bytes"),
-         ("tenancy", "0009_memory_in_bytes")]  # fmt: skip
+BEFORE = [("jobs", "0019_external_workloads"), ("cluster", "0004_outside_pods"),
+          ("tenancy", "0009_project_namespaces")]  # fmt: skip
+AFTER = [("jobs", "0020_memory_in_bytes"), ("cluster", "0005_memory_in_bytes"),
+         ("tenancy", "0010_memory_in_bytes")]  # fmt: skip
 NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 
 

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.fields import SkipField
 
+from agents import rendezvous
 from agents.sessions import STEERING_PREFIX
 from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
@@ -23,7 +24,11 @@ from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_
 from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
 from portal.scheduling.agent import job_urls
+from portal.scheduling.snapshot import load_departments, load_nodes, load_projects
 from portal.tenancy.models import Project
+from scheduler import Job as QueuedJob
+from scheduler import Snapshot
+from scheduler.eta import cannot_start
 from scheduler.quantity import cores_text, memory_text
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -224,7 +229,8 @@ class JobSerializer(StrictModelSerializer):
     urls = serializers.SerializerMethodField()
     warnings = serializers.SerializerMethodField(
         help_text="in the answer to a submission: what was accepted but will keep the job "
-        "waiting (no node large enough today); empty otherwise"
+        "waiting (no node large enough today, or a total above its project's or department's "
+        "limit, naming it); empty otherwise"
     )
     eta = serializers.DateTimeField(
         source="shown_eta",
@@ -243,12 +249,18 @@ class JobSerializer(StrictModelSerializer):
         read_only=True, help_text="the expected start in words, with what it rests on"
     )
 
+    external = serializers.SerializerMethodField(
+        help_text="for a workload another tool made (issue 33): its namespace and its top "
+        "owner's kind and name ({namespace, kind, owner}); null for Allot's own jobs",
+    )
+
     class Meta:
         model = Job
         fields = [
             "project",
             "name",
             "user",
+            "external",
             "type",
             "gpus",
             "pods",
@@ -337,6 +349,12 @@ class JobSerializer(StrictModelSerializer):
     def get_user(self, job: Job) -> str | None:
         return job.user.get_username() if job.user else None
 
+    def get_external(self, job: Job) -> dict | None:
+        if not job.external_uid:
+            return None
+        return {"namespace": job.external_namespace, "kind": job.external_kind,
+                "owner": job.external_owner}  # fmt: skip
+
     def get_allocated_gpus(self, job: Job) -> float:
         return round(job.allocated_gpus, 3)
 
@@ -420,6 +438,9 @@ class JobSerializer(StrictModelSerializer):
         if unknown:
             raise serializers.ValidationError({"secret_environment": [
                 f"{unknown[0]} is not a name of the job's environment"]})  # fmt: skip
+        refusal = _rendezvous_refusal(attrs.get("environment") or {}, attrs.get("pods", 1))
+        if refusal:
+            raise serializers.ValidationError({"environment": [refusal]})
         self._resolve_resources(attrs, cluster)
         largest, total = cluster["largest"] or 0, cluster["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)
@@ -441,6 +462,12 @@ class JobSerializer(StrictModelSerializer):
                 "waits until one joins"
             )
         warnings += _larger_than_every_node(attrs, cluster)
+        never = _never_starts(self.context, attrs)
+        if never:  # told at once, as the ETA refresh tells it later (not "the next cycle")
+            attrs["eta_kind"], attrs["eta_note"] = "never", never[:200]
+            warnings.append(
+                f"never starts as submitted: {never.removeprefix('cannot start: ')}{NEVER_STARTS}"
+            )
         if warnings:
             project = attrs.get("project")
             key = (getattr(project, "name", project), attrs.get("name"))
@@ -478,6 +505,40 @@ class JobSerializer(StrictModelSerializer):
             raise serializers.ValidationError({"gpus": ["This field is required."]})
         if attrs["gpus"] == 0 and not (attrs.get("cpu_millis") or attrs.get("memory_bytes")):
             raise serializers.ValidationError({"gpus": [ZERO_GPUS]})
+
+
+NEVER_STARTS = "; it is accepted and stays pending until the limit or quota is raised"
+
+
+def _never_starts(context: dict, attrs: dict) -> str | None:
+    """Why ("cannot start: ...") the job can never start as submitted, whatever ends, or None
+    (issue 34 item 6: 20 cores in a project limited to 16 were accepted without a word): its
+    total above its project's or department's GPU, CPU or memory limit, or an interactive job
+    above a quota - in the words of the scheduler's own `cannot_start`, which the ETA refresh
+    writes too.
+
+    Accepted with this warning, not refused: as KAI keeps such a job pending and Kueue keeps
+    its workload inadmissible, since limits and quotas are an admin's to change and a job
+    refused now could run after; the REST answer (`warnings`) and the page say it at submit.
+    Pods larger than every node are warned about by `_larger_than_every_node`."""
+    project = attrs.get("project")
+    if not isinstance(project, Project):
+        return None
+    if "queues" not in context:  # once per request: a bulk's jobs share it
+        departments = load_departments()
+        projects, _ = load_projects({department.name for department in departments})
+        context["queues"] = Snapshot(nodes=load_nodes(), projects=projects,
+                                     departments=departments)  # fmt: skip
+    job = QueuedJob(
+        project.name, attrs.get("name", ""), float(attrs["gpus"]), attrs.get("pods", 1),
+        attrs.get("type", JobType.TRAIN), attrs.get("priority"),
+        cpu_millis=attrs.get("cpu_millis") or 0, memory_bytes=attrs.get("memory_bytes") or 0,
+        gpu_memory_bytes=attrs.get("gpu_memory_bytes"),
+    )  # fmt: skip
+    note = cannot_start(context["queues"], job)
+    if note is None or not note.startswith("cannot start: "):  # "cannot start until" a node
+        return None
+    return note
 
 
 def _larger_than_every_node(attrs: dict, cluster: dict) -> list[str]:
@@ -581,3 +642,21 @@ class BulkJobsSerializer(StrictSerializer):
                 )
             seen.add(key)
         return jobs
+
+
+def _rendezvous_refusal(env: dict, pods: int) -> str:
+    """Why a job of several pods may not have `env` ("" when it may): each of its pods is given
+    the rendezvous variables (`agents.rendezvous`: RANK, MASTER_ADDR, ...), which a job's own
+    would silently contradict; only MASTER_PORT is the job's to choose, as a port number."""
+    if pods <= 1:
+        return ""
+    taken = sorted(set(env) & (rendezvous.NAMES - {rendezvous.PORT_VARIABLE}))
+    if taken:
+        return (
+            f"{taken[0]} is set by Allot for each pod of a job of several pods (README, "
+            "Distributed training); leave it out"
+        )
+    port = str(env.get(rendezvous.PORT_VARIABLE, "29500"))
+    if not (port.isdigit() and 0 < int(port) < 65536):
+        return f"{rendezvous.PORT_VARIABLE} must be a port number, 1 to 65535 (got {port!r})"
+    return ""

@@ -8,6 +8,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from agents.kubernetes.names import namespace_for
 from portal.api.errors import MISSING
 from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.api.serializers.jobs import dns_label
@@ -113,6 +114,13 @@ class ProjectSerializer(QueueSerializer):
         max_length=64,
         required=False,
     )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=63, trim_whitespace=False, validators=[dns_label]),
+        max_length=64,
+        required=False,
+        help_text="Kubernetes namespaces besides allot-<name> whose pods with schedulerName "
+        "allot are this project's external workloads (issue 33)",
+    )
     interactive_time_limit_s = serializers.IntegerField(
         min_value=1, max_value=365 * 24 * 3600, allow_null=True, required=False
     )
@@ -150,6 +158,7 @@ class ProjectSerializer(QueueSerializer):
             *QUEUE_FIELDS,
             "department",
             "node_pools",
+            "namespaces",
             "interactive_time_limit_s",
             "training_max_runtime_s",
             "interactive_idle_timeout_s",
@@ -192,6 +201,26 @@ class ProjectSerializer(QueueSerializer):
         data = super().to_representation(project)
         data["fair_share"] = round(project.fair_share, 3)
         return data
+
+    def validate_namespaces(self, namespaces: list[str]) -> list[str]:
+        """Each namespace maps to one project at most: not another's own (`allot-<name>`) nor
+        one mapped to another (issue 33)."""
+        mine = self.instance.pk if self.instance is not None else None
+        name = self.initial_data.get("name") if mine is None else self.instance.name
+        owners = {}
+        for project in Project.objects.exclude(pk=mine).only("name", "namespaces"):
+            for namespace in (namespace_for(project.name), *(project.namespaces or ())):
+                owners.setdefault(namespace, project.name)
+        for namespace in namespaces:
+            if namespace in owners:
+                raise serializers.ValidationError(
+                    f"namespace {namespace} already belongs to project {owners[namespace]}"
+                )
+            if isinstance(name, str) and namespace == namespace_for(name):
+                raise serializers.ValidationError(
+                    f"{namespace} is this project's own namespace: list only others"
+                )
+        return list(dict.fromkeys(namespaces))
 
     def validate_node_pools(self, pools: list[str]) -> list[str]:
         known = set(Node.objects.values_list("pool", flat=True))

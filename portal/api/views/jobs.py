@@ -23,6 +23,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from portal import access
+from portal.api import dry_run
 from portal.api.fields import (
     DATE_OR_TIME,
     DATE_TIME,
@@ -108,7 +109,48 @@ STATUS_LIST = rf"^\s*(?:(?:{STATUS_NAMES})\s*)?(?:,\s*(?:(?:{STATUS_NAMES})\s*)?
             ),
             OpenApiParameter("ordering", str, enum=ORDERINGS, description="-id: newest first"),
         ]
-    )
+    ),
+    post=extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "dry_run",
+                bool,
+                description="true: store nothing; answer 200 with what the next scheduling "
+                "cycle would do on today's state: would_start, would_preempt (the running jobs "
+                "it would evict or move, with the scheduler's reasons), pending_reason and "
+                "warnings (issue 34 item 2)",
+            )
+        ],
+        responses={
+            201: JobSerializer,
+            200: inline_serializer(
+                "DryRun",
+                {
+                    "dry_run": serializers.BooleanField(),
+                    "would_start": serializers.BooleanField(
+                        help_text="whether the next cycle would start it"
+                    ),
+                    "would_preempt": inline_serializer(
+                        "WouldPreempt",
+                        {
+                            "job": serializers.CharField(
+                                help_text="project/name, or another project's job"
+                            ),
+                            "user": serializers.CharField(),
+                            "gpus": serializers.FloatField(),
+                            "action": serializers.ChoiceField(choices=["evict", "move"]),
+                            "reason": serializers.CharField(),
+                        },
+                        many=True,
+                    ),
+                    "pending_reason": serializers.CharField(
+                        help_text="why it would wait; empty when it would start"
+                    ),
+                    "warnings": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+        },
+    ),
 )
 class JobList(SubmitLimited, generics.ListCreateAPIView):
     """GET the jobs you may see, finished ones included until the retention setting prunes them
@@ -126,11 +168,25 @@ class JobList(SubmitLimited, generics.ListCreateAPIView):
         name = request.data.get("project") if isinstance(request.data, dict) else None
         if isinstance(name, str):  # 404 (or 403) before anything else is said about the body
             serializer.validate_project(name)  # checked once: validation reuses the answer
+        dry = dry_run_asked(request.query_params)
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
+        if dry:  # what it would do to running jobs, as `kubectl --dry-run=server` stores nothing
+            plan = dry_run.preview(request.user, fields)
+            key = (fields["project"].name, fields["name"])
+            warnings = serializer.context.get("warnings", {}).get(key, [])
+            return Response(plan.as_data() | {"warnings": warnings})
         project = fields.pop("project")
         serializer.instance = services.submit_job(request.user, project, **fields)
         return Response(serializer.data, status=status.HTTP_201_CREATED)  # its fields, built once
+
+
+def dry_run_asked(params) -> bool:
+    """?dry_run=true|false (also 1|0); anything else is a 400 naming the parameter."""
+    value = params.get("dry_run", "false").strip().lower()
+    if value not in ("true", "1", "false", "0"):
+        raise ValidationError({"dry_run": [f"must be true or false, not {value[:20]!r}"]})
+    return value in ("true", "1")
 
 
 class JobBulk(SubmitLimited, APIView):

@@ -5,28 +5,29 @@ from __future__ import annotations
 from django import template
 
 from portal import access
+from portal.core import formats
 from portal.web.rules import link_rules
-from scheduler.quantity import MIB, cores_text, format_cpu, format_memory, memory_text
+from scheduler.quantity import MIB, format_cpu, format_memory
 
 register = template.Library()
 
 
 @register.filter
 def duration_s(seconds) -> str:
-    """Seconds in plain words: 45 s, 12 min, 3 h 20 min, 2 d 4 h."""
-    if seconds is None or seconds == "":
-        return "-"
-    total = max(0, round(float(seconds)))
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days} d {hours} h"
-    if hours:
-        return f"{hours} h {minutes} min"
-    if minutes:
-        return f"{minutes} min"
-    return f"{secs} s"
+    """Seconds in plain words: 45 s, 12 min, 3 h 20 min, 2 d 4 h (`formats.duration`)."""
+    return formats.duration(seconds)
+
+
+@register.filter
+def gpus(value) -> str:
+    """GPUs as one number spelling on every page: 0.625 -> "0.63" (`formats.gpus`)."""
+    return formats.gpus(value)
+
+
+@register.filter
+def gpu_hours(value) -> str:
+    """GPU-hours with two decimals: "0.00", "0.02" (`formats.gpu_hours`)."""
+    return formats.gpu_hours(value)
 
 
 @register.filter
@@ -50,14 +51,15 @@ def rule_links(text) -> str:
 
 @register.filter
 def cores(millis) -> str:
-    """Millicores in words: 16000 -> "16 cores", 500 -> "0.5 cores" (issue 26)."""
-    return cores_text(int(millis or 0))
+    """Millicores in words: 16000 -> "16 cores", 500 -> "0.5 cores" (`formats.cores`)."""
+    return formats.cores(millis)
 
 
 @register.filter
 def memory(value) -> str:
-    """Bytes in words (issue 33): 64 GiB -> "64 GiB", 50000000 -> "50 MB"."""
-    return memory_text(int(value or 0))
+    """Bytes in words (issue 33, `formats.memory`): 64 GiB -> "64 GiB", 50000000 -> "50 MB",
+    0 -> "0 GiB"."""
+    return formats.memory(value)
 
 
 @register.filter

@@ -1,9 +1,10 @@
 """A local HTTP server that speaks the subset of the Kubernetes API the agent uses.
 
 Nodes (list), namespaces, pods (create, get, list by label in one namespace or all, delete, delete
-by label, watch), pods/binding, pods/log, services and ingresses (create, list, delete), with the
-API's Status bodies and codes: 404 NotFound, 409 AlreadyExists / Conflict, 410 Gone for a watch
-that resumes from a compacted resourceVersion, 422 Invalid, 500 on injected faults.
+by label, watch, merge patch of labels and annotations), pods/binding, pods/log, services and
+ingresses (create, list, delete), with the API's Status bodies and codes: 404 NotFound, 409
+AlreadyExists / Conflict, 410 Gone for a watch that resumes from a compacted resourceVersion, 422
+Invalid, 500 on injected faults.
 
 Every object sent to it is validated against the official schema (`kubernetes-validate`,
 strict): an invalid one is a 422 and is recorded in `invalid`, which the tests assert empty.
@@ -154,6 +155,13 @@ class FakeKubernetes:
                 url = urlsplit(self.path)
                 with fake.cond:
                     code, answer = fake.delete(url.path, parse_qs(url.query))
+                return self.answer(code, answer)
+
+            def do_PATCH(self):
+                fake.requests.append(("PATCH", self.path))
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+                with fake.cond:
+                    code, answer = fake.patch(urlsplit(self.path).path, body)
                 return self.answer(code, answer)
 
             def answer(self, code: int, body: dict) -> None:
@@ -401,6 +409,22 @@ class FakeKubernetes:
         else:
             store[(namespace, name)] = obj
         return 201, obj
+
+    def patch(self, path: str, body: dict) -> tuple[int, dict]:
+        """A merge patch of a pod's labels and annotations (None removes a key)."""
+        match = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
+        pod = self.pods.get((match[1], match[2])) if match else None
+        if pod is None:
+            return 404, status(404, "NotFound", f"{path} not found")
+        for field in ("labels", "annotations"):
+            values = pod["metadata"].setdefault(field, {})
+            for key, value in ((body.get("metadata") or {}).get(field) or {}).items():
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+        self._event("MODIFIED", pod)
+        return 200, pod
 
     def bind(self, namespace: str, name: str, body: dict) -> tuple[int, dict]:
         pod = self.pods.get((namespace, name))

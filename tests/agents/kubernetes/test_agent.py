@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -144,7 +145,7 @@ def test_an_unreachable_api_server_is_retried_with_backoff_and_reported(agent, c
     assert "unreachable" in seen.problem and "retrying in 1 s" in seen.problem
     assert seen.nodes == ()  # unknown, not gone
     assert seen.jobs[("team-a", "first")].phase == "Running"  # as last seen
-    agent.start(job("second"))  # accepted while the server is down: kept for later
+    agent.start(job("second", devices=(1,)))  # accepted while the server is down: kept for later
     requests = len(cluster.requests)
     clock.now += 0.5
     assert "retrying" in agent.observe().problem
@@ -169,7 +170,8 @@ def test_a_500_in_the_middle_of_a_gang_leaves_no_pod_and_backs_that_job_off(agen
     assert seen.problem == ""  # one object failed, not the cluster (issue 25 item 1)
     assert "500" in seen.jobs[("team-a", "dist")].message
     assert seen.jobs[("team-a", "dist")].phase == "ContainerCreating"
-    agent.start(job("other", devices=(7,)))  # another job starts meanwhile
+    other = job("other", devices=(7,))  # another job starts meanwhile, on another node
+    agent.start(replace(other, placement=(PodSpec("dgx1-3", (7,)),)))
     assert (NS, "other-0") in cluster.pods
     cluster.fail_binding = set()
     clock.now += 1

@@ -63,7 +63,7 @@ def test_a_new_namespaces_missing_token_is_retried_at_once(agent, cluster):
 def test_a_namespace_set_up_slowly_backs_that_job_off_and_then_starts_it(agent, cluster, clock):
     cluster.no_token_yet = {NS: 100}
     agent.start(job())
-    agent.start(replace(job("other"), project="team-b"))
+    agent.start(replace(job("other", devices=(1,)), project="team-b"))  # issue 40: not on 0
     assert ("allot-team-b", "other-0") in cluster.pods  # not held up
     seen = agent.observe()
     assert seen.problem == ""

@@ -191,3 +191,51 @@ def test_every_valid_project_name_gets_a_namespace_of_its_own():
         assert len(namespace_for(project)) <= 63 and DNS_LABEL.match(namespace_for(project))
     assert namespace_for("team-a") == "allot-team-a"  # a name that fits keeps its namespace
     assert namespace_for("b" * 57) == "allot-" + "b" * 57
+
+
+def test_a_gang_rendezvouses_through_a_headless_service_named_after_the_job():
+    nodes = (PodSpec("dgx1-1", (0, 1)), PodSpec("dgx1-2", (0, 1)))
+    gang = job(name="dist", pods=2, gpus=2.0, placement=nodes,
+               environment=(("RANK", "7"), ("SEED", "1")))  # fmt: skip
+    service = valid(manifests.rendezvous_service(gang))
+    assert service["metadata"]["name"] == "dist"
+    assert service["spec"] == {"clusterIP": "None", "publishNotReadyAddresses": True,
+                               "selector": {"allot.io/project": "team-a",
+                                            "allot.io/job": "dist"}}  # fmt: skip
+    assert service["metadata"]["labels"]["allot.io/job"] == "dist"  # the sweep's and stop's
+    pods = [valid(pod) for pod in manifests.job_pods(gang)]
+    assert [(p["spec"]["hostname"], p["spec"]["subdomain"]) for p in pods] == [
+        ("dist-0", "dist"), ("dist-1", "dist")]  # fmt: skip
+    master = "dist-0.dist.allot-team-a.svc"
+    for rank, pod in enumerate(pods):
+        names = [item["name"] for item in container(pod)["env"]]
+        assert len(names) == len(set(names))  # the job's RANK does not shadow Allot's
+        assert env(pod) == {
+            "SEED": "1", "MASTER_ADDR": master, "MASTER_PORT": "29500", "WORLD_SIZE": "2",
+            "RANK": str(rank), "NODE_RANK": str(rank), "PET_NNODES": "2",
+            "PET_NODE_RANK": str(rank), "PET_MASTER_ADDR": master, "PET_MASTER_PORT": "29500",
+            "PET_NPROC_PER_NODE": "2",
+            "ALLOT_HOSTS": f"{master},dist-1.dist.allot-team-a.svc",
+        }  # fmt: skip
+
+
+def test_a_gangs_own_master_port_is_kept_and_its_service_name_starts_with_a_letter():
+    nodes = (PodSpec("n1", (0,)), PodSpec("n2", (0,)), PodSpec("n3", (0,)))
+    gang = job(name="3d-unet", pods=3, gpus=1.0, placement=nodes, ports=(6006,),
+               environment=(("MASTER_PORT", "23456"),))  # fmt: skip
+    service = valid(manifests.rendezvous_service(gang))
+    assert service["metadata"]["name"] == "job-3d-unet-hosts"  # 3d-unet is the ports' Service
+    assert valid(manifests.service(gang))["metadata"]["name"] == "3d-unet"
+    last = manifests.job_pods(gang)[2]
+    assert last["spec"]["subdomain"] == "job-3d-unet-hosts"
+    assert env(last)["MASTER_ADDR"] == "3d-unet-0.job-3d-unet-hosts.allot-team-a.svc"
+    assert (env(last)["MASTER_PORT"], env(last)["RANK"], env(last)["WORLD_SIZE"]) == (
+        "23456", "2", "3")  # fmt: skip
+
+
+def test_a_single_pod_job_has_no_headless_service_hostname_or_rendezvous_variables():
+    single = job(environment=(("RANK", "7"),))
+    assert manifests.rendezvous_service(single) is None
+    (pod,) = manifests.job_pods(single)
+    assert "hostname" not in pod["spec"] and "subdomain" not in pod["spec"]
+    assert env(pod) == {"RANK": "7"}  # the job's own, as before

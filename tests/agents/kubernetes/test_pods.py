@@ -74,3 +74,27 @@ def test_stop_deletes_the_jobs_pods_only(cluster, api):
     pods.start_job(api, other)
     pods.stop_job(api, "team-a", "dist", grace_period_s=0)
     assert sorted(name for _, name in cluster.pods) == ["other-0"]
+
+
+def test_a_gangs_headless_service_comes_with_its_start_and_goes_with_its_stop(cluster, api):
+    pods.start_job(api, gang())
+    pods.expose(api, gang())
+    service = cluster.services[("allot-team-a", "dist")]
+    assert service["spec"]["clusterIP"] == "None"
+    pods.stop_job(api, "team-a", "dist", job=gang())  # by name, the spec known
+    assert cluster.services == {} and cluster.pods == {}
+    pods.expose(api, gang())
+    pods.stop_job(api, "team-a", "dist")  # by label, after a restart
+    assert cluster.services == {}
+
+
+def test_the_sweep_recreates_a_gangs_headless_service_deleted_outside_allot():
+    from agents.kubernetes.sweep import Labelled, Listing, missing
+
+    ports = JobSpec("team-a", "tb", gang().placement, NOW, pods=2, ports=(6006,))
+    both = Listing((Labelled("Service", "allot-team-a", "tb", ("team-a", "tb")),
+                    Labelled("Service", "allot-team-a", "tb-hosts", ("team-a", "tb"))))  # fmt: skip
+    assert missing(both, [ports], "") == []
+    ports_only = Listing(both.objects[:1])
+    assert missing(ports_only, [ports], "") == [ports]  # its headless one is gone
+    assert missing(Listing(()), [gang()], "") == [gang()]

@@ -149,6 +149,8 @@ PAGES = [
     ("user-password", "post", "/users/bob/password/", {"password": "a-long-pass-42"},
      (302, 403, 403, 403)),
     ("user-update", "post", "/users/bob/update/", {"action": "make-admin"}, (302, 403, 403, 403)),
+    ("user-role", "post", "/users/bob/role/", {"project": "team-a", "role": "viewer"},
+     (302, 403, 403, 403)),
     ("rules", "get", "/rules/", None, (200, 200, 200, 200)),
     ("jobs", "get", "/jobs/", None, (200, 200, 200, 200)),
     # a viewer, who may submit nowhere, gets a 403 saying why instead of a form it cannot use

@@ -164,3 +164,20 @@ def test_it_rejects_text_the_database_cannot_store(client, body, words):
     assert response.status_code == 400
     assert words in response.json()["body"][0]
     assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize(("environment", "words"), [
+    ({"RANK": "0"}, "RANK is set by Allot for each pod of a job of several pods"),
+    ({"SEED": "1", "MASTER_ADDR": "10.0.0.1"}, "MASTER_ADDR is set by Allot"),
+    ({"MASTER_PORT": "70000"}, "MASTER_PORT must be a port number, 1 to 65535"),
+    ({"MASTER_PORT": "twenty"}, "MASTER_PORT must be a port number"),
+])  # fmt: skip
+def test_it_rejects_rendezvous_variables_a_gang_is_given(client, environment, words):
+    assert_rejected(post(client, pods=2, environment=environment), 400, "environment", words)
+
+
+def test_a_gang_may_choose_its_master_port_and_one_pod_its_rank(client):
+    answer = post(client, pods=2, environment={"MASTER_PORT": "23456"})
+    assert answer.status_code == 201, answer.content
+    answer = post(client, name="single", environment={"RANK": "0"})  # not a gang: as before
+    assert answer.status_code == 201, answer.content

@@ -175,7 +175,8 @@ def test_a_log_tail_or_run_out_of_bounds_is_a_400_naming_it(api, member, nodes, 
 
 
 def test_the_job_filters_are_documented_on_the_list_only(schema):
-    assert query_parameters(schema, "/api/v1/jobs/", "post") == {}
+    # a submission takes only ?dry_run= (issue 34 item 2)
+    assert query_parameters(schema, "/api/v1/jobs/", "post") == {"dry_run": {"type": "boolean"}}
     parameters = query_parameters(schema, "/api/v1/jobs/")
     dates = {"anyOf": [{"type": "string", "format": "date"},
                        {"type": "string", "format": "date-time"}]}  # fmt: skip

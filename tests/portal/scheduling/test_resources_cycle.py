@@ -175,7 +175,7 @@ def test_a_departments_cpu_limit_leaves_a_job_pending_naming_the_department_and_
     client = Client()
     client.force_login(cluster_admin)
     row = client.get("/departments/").content.decode()
-    assert "7 cores / 8 cores" in row and "0 MiB / 64 GiB" in row, row
+    assert "7 cores / 8 cores" in row and "0 GiB / 64 GiB" in row, row
     cluster.delete("team-p1", "p1-1")
     cluster.cycle()
     assert cluster.job("team-p2", "p2-2").status in HOLDING

@@ -149,6 +149,6 @@ def test_the_job_page_shows_the_gpu_hours_held_and_the_band(week_long, settings,
     browser = Client()
     browser.force_login(cluster_admin)
     page = browser.get("/jobs/team-a/week/").content.decode()
-    assert "GPU-hours held" in page and "16.0 GPU-h, service band 2 (bands 0 to 2)" in page
+    assert "GPU-hours held" in page and "16.00 GPU-h, service band 2 (bands 0 to 2)" in page
     settings.ALLOT_SERVICE_BANDS = ()
     assert "GPU-hours held" not in browser.get("/jobs/team-a/week/").content.decode()

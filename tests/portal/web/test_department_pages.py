@@ -105,3 +105,25 @@ def test_a_project_admin_does_not_get_the_department_field(owner, team_a):
     response = client.post("/projects/team-a/edit/", {"department": "dept-d"})
     assert response.status_code == 403
     assert Project.objects.get(name="team-a").department is None
+
+
+def test_the_departments_page_shows_gpus_held_and_fair_share_and_weights_as_quota(
+    cluster_admin, team_a
+):
+    """Issue 34 item 9: the page showed CPU and memory but not GPUs or fair share, and an unset
+    over-quota weight was blank in lists ("= quota" went through floatformat) but "= quota" on
+    the project page."""
+    from portal.jobs.models import Job, Status
+
+    dept = Department.objects.create(name="dept-d", quota=8)
+    Project.objects.filter(pk=team_a.pk).update(department=dept, fair_share=5.5)
+    Job.objects.create(project=team_a, name="held", gpus=2, pods=2, status=Status.RUNNING,
+                       placement=[{"node": "n1", "devices": [0, 1]},
+                                  {"node": "n2", "devices": [0, 1]}])  # fmt: skip
+    listing = browser(cluster_admin).get("/departments/").content.decode()
+    row = listing.split('data-department="dept-d"')[1].split("</tr>")[0]
+    assert '<td class="num gpus-held">4</td>' in row
+    assert '<td class="num fair-share">5.5</td>' in row
+    assert "= quota" in row
+    projects = browser(cluster_admin).get("/projects/").content.decode()
+    assert "= quota" in projects.split('data-project="team-a"')[1].split("</tr>")[0]

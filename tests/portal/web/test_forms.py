@@ -8,6 +8,8 @@ from django.test import Client
 
 from portal.jobs.models import Job
 from portal.tenancy.models import Membership, Project
+from portal.web.forms import in_labels
+from portal.web.job_pages import JOB_LABELS
 
 pytestmark = pytest.mark.django_db
 
@@ -46,8 +48,61 @@ def test_the_submit_form_shows_the_apis_message_next_to_the_field(api, member, n
     assert f'id="err_{field}"' in page
     from html import escape
 
-    assert escape(message) in page
+    # the same message, in the form's words (issue 34 item 5)
+    assert escape(in_labels({field: [message]}, JOB_LABELS)[field][0]) in page
     assert not Job.objects.exists()
+
+
+def test_the_submit_form_names_its_own_fields_not_the_apis(member, nodes):
+    """ "give gpus or gpu_memory, not both" named fields the form does not have (issue 34 item
+    5); prose such as "CPU-only" or "40 GiB memory" stays as written."""
+    errors = {"gpu_memory": ["give gpus or gpu_memory, not both"],
+              "cpu_limit": ["must be at least the cpu request"],
+              "gpus": ["0 for a CPU-only job that asks for cpu or memory"],
+              "memory": ["no node has 40 GiB memory allocatable"]}  # fmt: skip
+    assert in_labels(errors, JOB_LABELS) == {
+        "gpu_memory": ["give GPUs per pod or GPU memory per pod, not both"],
+        "cpu_limit": ["must be at least the CPU per pod"],
+        "gpus": ["0 for a CPU-only job that asks for CPU per pod or Memory per pod"],
+        "memory": ["no node has 40 GiB memory allocatable"],
+    }
+
+
+@pytest.mark.parametrize(("by", "stored"), [("gpu_memory", (20 * 2**30, Decimal("0.63"))),
+                                            ("gpus", (None, Decimal(1)))])  # fmt: skip
+def test_the_submit_form_sends_the_gpu_field_its_choice_names(member, nodes, by, stored):
+    """Both fields filled (the pre-filled GPUs and 20Gi): the "Ask for" choice says which one is
+    meant, without JavaScript too; before, this was "give gpus or gpu_memory, not both"."""
+    response = browser(member).post(
+        "/jobs/new/",
+        {"project": "team-a", "name": "by", "gpus": "1", "gpu_memory": "20Gi", "gpus_by": by},
+    )
+    assert response.status_code == 302, response.content.decode()
+    job = Job.objects.get(name="by")
+    assert (job.gpu_memory_bytes, job.gpus) == stored
+
+
+def test_gpu_memory_chosen_but_not_given_is_named_in_the_forms_words(member, nodes):
+    response = browser(member).post(
+        "/jobs/new/",
+        {"project": "team-a", "name": "by", "gpus": "1", "gpu_memory": "", "gpus_by": "gpu_memory"},
+    )
+    page = response.content.decode()
+    assert 'id="err_gpu_memory"' in page and "give the GPU memory each pod needs" in page
+    assert not Job.objects.exists()
+
+
+def test_the_forms_preselect_the_users_project_not_the_first(team_a, team_b, cluster_admin):
+    """A cluster admin may submit anywhere: the forms choose the project they are a member of
+    (team-b, not team-a, the first by name), then the project of their last job."""
+    Membership.objects.create(user=cluster_admin, project=team_b, role="researcher")
+    client = browser(cluster_admin)
+    for path in ("/jobs/new/", "/jupyter/new/"):
+        assert client.get(path).context["values"]["project"] == "team-b"
+    Job.objects.create(project=team_a, user=cluster_admin, name="last", gpus=1)
+    for path in ("/jobs/new/", "/jupyter/new/"):
+        assert client.get(path).context["values"]["project"] == "team-a"
+    assert client.get("/jobs/new/?project=team-b").context["values"]["project"] == "team-b"
 
 
 def test_the_submit_form_submits_fractions_ports_env_and_volumes(member, nodes):

@@ -41,7 +41,7 @@ def test_the_submit_form_asks_by_gpu_memory_when_gpus_is_empty(member, nodes):
     [
         ({"cpu": "-1"}, "cpu", "&#x27;-1&#x27; is not a CPU quantity (cores, e.g. 2 or 500m)"),
         ({"memory": "lots"}, "memory", "is not a memory quantity"),
-        ({"gpu_memory": "8Gi"}, "gpu_memory", "give gpus or gpu_memory, not both"),
+        ({"gpu_memory": "8Gi"}, "gpu_memory", "give GPUs per pod or GPU memory per pod, not both"),
         ({"gpus": "0"}, "gpus", "0 for a CPU-only job"),
     ],
 )

@@ -7,7 +7,11 @@ from django.db.models import F
 from django.db.models.functions import Cast, Floor
 
 MIB = 2**20
-FIELDS = [("memory_mib", "memory_bytes"), ("gpu_memory_mib", "gpu_memory_bytes")]
+FIELDS = [
+    ("memory_mib", "memory_bytes"),
+    ("gpu_memory_mib", "gpu_memory_bytes"),
+    ("outside_memory_mib", "outside_memory_bytes"),
+]
 
 
 def checked_now(schema_editor) -> None:
@@ -31,7 +35,7 @@ def to_mib(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("cluster", "0003_resources"),
+        ("cluster", "0004_outside_pods"),
     ]
 
     operations = [

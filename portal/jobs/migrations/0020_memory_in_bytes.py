@@ -42,7 +42,7 @@ def to_mib(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0018_secret_environment"),
+        ("jobs", "0019_external_workloads"),
     ]
 
     operations = [

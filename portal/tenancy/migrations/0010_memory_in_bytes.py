@@ -36,7 +36,7 @@ def to_mib(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tenancy", "0008_department_resource_limits"),
+        ("tenancy", "0009_project_namespaces"),
     ]
 
     operations = [

@@ -1,0 +1,293 @@
+"""External workloads without a cluster (issue 33): grouping by top owner through fake owner
+chains (a JobSet, a StatefulSet, the annotations that set a gang), requests read as Kubernetes
+reads them, the pods the watch keeps, and the device check of issue 40 on the fake API."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from agents.base import JobSpec, PodSpec
+from agents.kubernetes import adopt, external
+from agents.kubernetes.watch import kept
+from tests.agents.kubernetes.test_agent import NOW, NS, job, observed
+
+
+class FakeOwners(external.Owners):
+    """Owners from a dict by uid (no API server)."""
+
+    def __init__(self, objects: list[dict]):
+        self.objects = {o["metadata"]["uid"]: o for o in objects}
+        self.reads = 0
+
+    def get(self, namespace, ref):
+        self.reads += 1
+        return self.objects.get(ref["uid"])
+
+
+def owner(kind: str, name: str, api: str = "batch/v1", parent: dict | None = None, **fields):
+    metadata = {"name": name, "uid": f"uid-{kind}-{name}",
+                "creationTimestamp": "2026-11-28T10:00:00Z",
+                "annotations": fields.pop("annotations", {})}  # fmt: skip
+    if parent is not None:
+        metadata["ownerReferences"] = [ref(parent)]
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, **fields}
+
+
+def ref(obj: dict) -> dict:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"],
+            "uid": obj["metadata"]["uid"], "controller": True}  # fmt: skip
+
+
+def pod(name: str, parent: dict | None = None, node: str = "", annotations=None,
+        containers=None, **spec) -> dict:  # fmt: skip
+    metadata = {"name": name, "namespace": "team-x", "uid": f"pod-{name}",
+                "annotations": annotations or {}}  # fmt: skip
+    if parent is not None:
+        metadata["ownerReferences"] = [ref(parent)]
+    resources = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "1"}}
+    return {
+        "metadata": metadata,
+        "spec": {"schedulerName": "allot", "nodeName": node or None,
+                 "containers": containers or [{"name": "c", "resources": resources}], **spec},
+        "status": {"phase": "Running" if node else "Pending"},
+    }  # fmt: skip
+
+
+def test_a_jobsets_pods_are_one_gang_of_replicas_times_parallelism():
+    jobset = owner("JobSet", "llm", "jobset.x-k8s.io/v1alpha2", spec={"replicatedJobs": [
+        {"replicas": 2, "template": {"spec": {"parallelism": 3}}},
+        {"replicas": 1, "template": {"spec": {}}}]})  # fmt: skip
+    workers = owner("Job", "llm-workers-0", parent=jobset, spec={"parallelism": 3})
+    leader = owner("Job", "llm-leader-0", parent=jobset, spec={})
+    pods = [pod("w-0", workers), pod("w-1", workers), pod("l-0", leader)]
+    found, member = external.workloads(pods, FakeOwners([jobset, workers, leader]))
+    assert len(found) == 1
+    assert (found[0].ref.kind, found[0].ref.owner, found[0].size) == ("JobSet", "llm", 7)
+    assert [p.name for p in found[0].pods] == ["l-0", "w-0", "w-1"]
+    assert set(member.values()) == {"uid-JobSet-llm"}
+
+
+def test_a_jobs_gang_is_its_parallelism_capped_by_the_completions_left():
+    train = owner("Job", "t", spec={"parallelism": 4, "completions": 5}, status={"succeeded": 3})
+    found, _ = external.workloads([pod("t-a", train)], FakeOwners([train]))
+    assert found[0].size == 2
+
+
+def test_a_deployments_pods_stand_alone_and_a_statefulset_is_one_group_of_its_pods():
+    deploy = owner("Deployment", "web", "apps/v1")
+    replicas = owner("ReplicaSet", "web-1", "apps/v1", parent=deploy)
+    sts = owner("StatefulSet", "db", "apps/v1")
+    pods = [pod("web-1-a", replicas), pod("web-1-b", replicas), pod("db-0", sts), pod("db-1", sts)]
+    found, _ = external.workloads(pods, FakeOwners([deploy, replicas, sts]))
+    shapes = sorted((w.ref.kind, w.ref.owner, w.pods[0].name, w.size, len(w.pods)) for w in found)
+    assert shapes == [
+        ("Deployment", "web", "web-1-a", 1, 1),
+        ("Deployment", "web", "web-1-b", 1, 1),
+        ("StatefulSet", "db", "db-0", 2, 2),
+    ]
+    assert len({w.ref.uid for w in found}) == 3  # a Deployment's pods: a group each
+
+
+def test_annotations_set_the_gang_allots_first_then_kais_then_kueues():
+    sts = owner("StatefulSet", "db", "apps/v1", annotations={external.KAI_GANG: "4"})
+    found, _ = external.workloads([pod("db-0", sts)], FakeOwners([sts]))
+    assert found[0].size == 4
+    mine = pod("db-0", sts, annotations={external.GANG_ANNOTATION: "6"})
+    assert external.workloads([mine], FakeOwners([sts]))[0][0].size == 6
+    queued = pod("solo", annotations={external.KUEUE_GANG: "3"})
+    assert external.workloads([queued], FakeOwners([]))[0][0].size == 3
+
+
+def test_requests_are_read_as_the_scheduler_reads_them():
+    containers = [
+        {
+            "name": "a",
+            "resources": {
+                "requests": {"cpu": "250m", "memory": "100Mi"},
+                "limits": {"cpu": "1", "memory": "200Mi"},
+            },
+        },
+        {"name": "b", "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}},
+    ]
+    init = [{"name": "setup", "resources": {"requests": {"cpu": "4"}}},
+            {"name": "proxy", "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "100m", "memory": "50Mi"}}}]  # fmt: skip
+    one = pod("p", containers=containers, initContainers=init, overhead={"cpu": "10m"})
+    fields = external.requests_of(one)
+    # cpu: max(250 + 500 + 100 sidecar, 4000 init) + 10 overhead; memory: 100 + 1024 + 50
+    assert fields["cpu_millis"] == 4010
+    assert fields["memory_bytes"] == 1174 * 2**20
+    assert (fields["cpu_limit_millis"], fields["memory_limit_bytes"]) == (1500, 1224 * 2**20)
+    assert (fields["gpus"], fields["gpu_memory_bytes"]) == (0.0, None)
+    half = pod("h", annotations={"gpu-fraction": "0.5"}, containers=[{"name": "c"}])
+    assert external.gpus(half) == (0.5, None)
+    memory = pod("m", annotations={"gpu-memory": "4096"}, containers=[{"name": "c"}])
+    assert external.gpus(memory) == (0.0, 4096 * 2**20)  # a bare number is MiB in KAI
+
+
+def test_the_watch_keeps_allots_pods_those_asking_for_it_and_live_bound_ones():
+    assert kept(pod("asks"))
+    other = pod("daemon", node="n1")
+    other["spec"]["schedulerName"] = "default-scheduler"
+    assert kept(other)
+    other["status"]["phase"] = "Succeeded"
+    assert not kept(other)  # ended: holds nothing
+    unbound = pod("elsewhere")
+    unbound["spec"]["schedulerName"] = "default-scheduler"
+    assert not kept(unbound)
+
+
+def test_outside_sums_the_live_bound_pods_allot_did_not_place():
+    daemon = pod("daemon", node="n1")
+    daemon["spec"]["schedulerName"] = "default-scheduler"
+    placed = pod("adopted", node="n1")
+    placed["metadata"]["labels"] = {"allot.io/project": "p", "allot.io/job": "j"}
+    assert external.outside([daemon, placed, pod("waiting")]) == {"n1": (1, 1000, 2**30)}
+
+
+def test_a_device_a_live_pod_of_another_job_holds_is_not_given_again(agent, cluster):
+    """Issue 40: the second job's pod is never made; its start waits, naming the holder."""
+    agent.start(job("first"))
+    observed(agent, cluster, ("team-a", "first"))
+    agent.start(job("second"))  # the same node and device
+    assert (NS, "second-0") not in cluster.pods
+    status = agent.observe().jobs[("team-a", "second")]
+    assert status.phase == "ContainerCreating"
+    assert "dgx1-1 device 0 is held by pod allot-team-a/first-0 of job team-a/first" in (
+        status.message)  # fmt: skip
+    agent.stop("team-a", "first")
+    cluster.pods.pop((NS, "first-0"), None)
+    agent.watcher.pods.pop((NS, "first-0"), None)
+    agent._retries.clear(("team-a", "second"))
+    agent.observe()
+    assert (NS, "second-0") in cluster.pods
+
+
+def test_a_start_waiting_for_a_held_device_is_tried_every_second_not_after_doubling_waits(
+    agent, cluster, clock
+):
+    """Issue 40: the holder is going (deleted, or its job evicted), so the start comes back at
+    an even pace; a back-off doubling to 60 s left the fault tier's jobs Pending past a minute
+    after a worker kill."""
+    agent.start(job("first"))
+    observed(agent, cluster, ("team-a", "first"))
+    agent.start(job("second"))  # the same node and device
+    key = ("team-a", "second")
+    for _ in range(6):  # 1, 2, 4, 8, 16, 32 s with the doubling back-off
+        assert agent._retries._deferred[key].retry_at - clock() == 1.0
+        clock.now += 1.0
+        agent.observe()  # the owed start is tried again, and refused again
+    assert (NS, "second-0") not in cluster.pods
+
+
+def test_fractions_of_one_device_may_share_it():
+    held = adopt.holders([pod("f", annotations={"allot.io/node": "n", "allot.io/devices": "2",
+                                                "allot.io/share": "0.5"})])  # fmt: skip
+    half = JobSpec("p", "j", (PodSpec("n", (2,), 0.5),), NOW)
+    whole = JobSpec("p", "k", (PodSpec("n", (2,)),), NOW)
+    assert adopt.holder(half, held) == ""
+    assert "n device 2 is held by pod team-x/f" in adopt.holder(whole, held)
+
+
+def test_a_gang_whose_bind_fails_is_left_with_no_pod_bound_and_none_labelled(agent, cluster):
+    """All or none: the pod bound before the failure is deleted (its owner makes a new one),
+    the one labelled but not bound is unlabelled, and the start is tried again later."""
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for name in ("w-0", "w-1"):
+        made = pod(name)
+        made["spec"]["nodeName"] = None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+    cluster.fail_binding = {"w-1"}
+    ref = ExternalRef("team-x", "Job", "w", "uid-w")
+    spec = JobSpec("p", "gang", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ref)  # fmt: skip
+    members = [cluster.pods[("team-x", name)] for name in ("w-0", "w-1")]
+    try:
+        adopt.start(agent.api, spec, [dict(m, status={"phase": "Pending"}) for m in members])
+    except Exception as exc:
+        assert "500" in str(exc)
+    else:
+        raise AssertionError("the failed bind was not raised")
+    assert ("team-x", "w-0") not in cluster.pods  # bound, then deleted
+    left = cluster.pods[("team-x", "w-1")]
+    assert not left["spec"].get("nodeName")
+    assert "allot.io/job" not in left["metadata"]["labels"]
+    assert "allot.io/node" not in left["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ApiException(status=500, reason="etcd is having a bad day"),
+        ConnectionRefusedError("the API server went away"),
+    ],
+)
+def test_an_owner_the_api_fails_to_give_leaves_the_view_unsynced_not_raised(agent, cluster, error):
+    """A 500 (or a lost connection) reading an owner: the cycle's view is partial (synced
+    False), the portal decides nothing on it, and observe does not fail."""
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    made = pod("w-0", owner("Job", "w"))
+    made["spec"]["nodeName"] = None
+    with cluster.cond:
+        cluster.create("/api/v1/namespaces/team-x/pods", made)
+
+    def failing(namespace, ref):
+        raise error
+
+    agent._owners.get = failing
+    observed_view = agent.observe()
+    assert agent.watcher.wait_for(cluster.rv)
+    seen = agent.observe()
+    assert not seen.synced and seen.workloads == ()
+    agent._owners.get = lambda namespace, ref: None  # the owner is gone: the pod stands alone
+    agent._retry_at = float("-inf")  # the outage is over
+    seen = agent.observe()
+    assert seen.synced and [w.ref.kind for w in seen.workloads] == ["Pod"]
+    assert observed_view.nodes
+
+
+def test_an_adopted_jobs_logs_are_read_from_its_first_pod_in_the_workloads_namespace(
+    agent, cluster
+):
+    from agents.base import ExternalRef
+
+    cluster.namespaces["team-x"] = {"metadata": {"name": "team-x"}}
+    for index, name in enumerate(("w-b", "w-a")):
+        made = pod(name, containers=[{"name": "work", "image": "busybox"}])
+        made["metadata"]["labels"] = {"allot.io/project": "p", "allot.io/job": "j",
+                                      "allot.io/pod-index": str(index)}  # fmt: skip
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/team-x/pods", made)
+        cluster.set_pod_status("team-x", name, "Running", running=True)
+    cluster.logs[("team-x", "w-b")] = ["epoch 1", "epoch 2"]
+    spec = JobSpec("p", "j", (PodSpec("dgx1-1", (0,)), PodSpec("dgx1-2", (0,))), NOW,
+                   external=ExternalRef("team-x", "Job", "w", "uid-w"))  # fmt: skip
+    assert agent.logs(spec) == ["epoch 1", "epoch 2"]
+    assert agent.status(spec).pods[0].index == 0 and len(agent.status(spec).pods) == 2
+
+
+def test_a_pod_labelled_with_another_projects_job_neither_fails_it_nor_hides_its_gpus(
+    agent, cluster
+):
+    """Labels anyone may set: a Failed pod in another namespace naming team-a/train does not
+    fail that job, and a bound pod naming it still counts on its node."""
+    agent.start(job("train"))
+    cluster.set_pod_status(NS, "train-0", "Running", running=True)
+    cluster.namespaces["evil"] = {"metadata": {"name": "evil"}}
+    for name, node, phase in (("fake", "", "Failed"), ("hidden", "dgx1-2", "Running")):
+        made = pod(name, containers=[{"name": "c", "image": "busybox", "resources": {
+            "limits": {"nvidia.com/gpu": "2"}}}])  # fmt: skip
+        made["metadata"]["labels"] = {"allot.io/project": "team-a", "allot.io/job": "train"}
+        made["spec"]["schedulerName"] = "default-scheduler"
+        made["spec"]["nodeName"] = node or None
+        with cluster.cond:
+            cluster.create("/api/v1/namespaces/evil/pods", made)
+        cluster.set_pod_status("evil", name, phase, running=phase == "Running")
+    seen = observed(agent, cluster)
+    assert seen.phase == "Running" and len(seen.pods) == 1
+    nodes = {n.name: n for n in agent.observe().nodes}
+    assert nodes["dgx1-2"].outside_gpus == 2 and nodes["dgx1-1"].outside_gpus == 0
