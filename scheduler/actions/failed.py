@@ -76,8 +76,10 @@ def settle_stranded(session: Session, stranded: list[tuple[Job, str]]) -> None:
         if not started:
             continue
         start = session.decisions[started[-1]]
-        reason = f"moved: {failed}; {start.reason}"
-        session.decisions[started[-1]] = replace(start, kind="move", reason=reason)
+        restarted = start.reason.replace("started", "restarted", 1)
+        session.decisions[started[-1]] = replace(
+            start, kind="move", action="device-failure", reason=f"moved: {failed}; {restarted}"
+        )
         session.decisions[:] = [
             d for d in session.decisions if not (d.job == job.key and d.kind == "evict")
         ]

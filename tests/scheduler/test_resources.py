@@ -272,7 +272,8 @@ def test_r2_6_f2_its_gpus_are_not_lent_before_it_reclaims_them_issue_34_item_12(
     assert [k for k in kinds if k[0] == "start"] == []  # no fill job lent the freed device
     assert len([k for k in kinds if k[0] == "evict"]) == 1  # one fill job gives its GPU back
     move = next(d for d in plan.decisions if d.job == ("nlp", "n2"))
-    assert move.reason.startswith("moved: GPU 0 of dgx1-2 failed; started on dgx1-2: reclaimed")
+    assert move.reason.startswith("moved: GPU 0 of dgx1-2 failed; restarted on dgx1-2: reclaimed")
+    assert move.action == "device-failure"
     _, plans = settle(Snapshot(nodes, teams, tuple(jobs)))
     later = [d for p in plans[1:] for d in p.decisions if d.kind == "evict"]
     assert later == []  # nothing started in the first cycle is taken back after
