@@ -7,18 +7,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import launch_lab
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
 
 
 def test_file_hub_control_panel_in_jupyterlab_opens_the_jobs_page(page, server, member, nodes,
                                                                     artifacts):  # fmt: skip
-    sign_in(page, server, "bob")
-    page.goto(server.url + "/jupyter/new/")
-    page.get_by_label("Project").select_option("team-a")
-    page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=60_000)
+    launch_lab(page, server, "bob")
     page.locator('.jp-LauncherCard[data-category="Notebook"]').first.wait_for(timeout=30_000)
     assert not page.url.startswith(server.url)  # the lab is on the notebooks' origin
     page.get_by_role("menuitem", name="File").click()
