@@ -405,10 +405,11 @@ def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
 def from_the_lab(request: HttpRequest, project: str, name: str, page: str) -> HttpResponse:
     """JupyterLab's way back to the portal (`agents.sessions.way_back`): its File > Hub Control
     Panel (`home`) and its offer to restart a server that is gone (`spawn`) open the job's page,
-    where Open, Resume and Stop are. The job page checks who may see it."""
+    where Open, Resume and Stop are; a 404 to whoever may not see the job, as the job page."""
     if page not in ("home", "spawn"):
         raise Http404("JupyterLab asks the portal for its control panel or a restart only")
-    return redirect("job-detail", project=project, name=name)
+    job = access.get_job_for(request.user, project, name)
+    return redirect("job-detail", project=job.project.name, name=job.name)
 
 
 @login_required

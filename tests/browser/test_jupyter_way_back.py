@@ -30,8 +30,12 @@ def test_file_hub_control_panel_in_jupyterlab_opens_the_jobs_page(page, server, 
 
 
 def test_the_portal_answers_only_the_labs_two_ways_back(client, member, team_a):
+    from portal.jobs.models import Job
+
+    Job.objects.create(project=team_a, name="nb", user=member, type="interactive", gpus=1)
     client.force_login(member)
     home = client.get("/jobs/team-a/nb/hub/home")
     assert (home.status_code, home["Location"]) == (302, "/jobs/team-a/nb/")
     assert client.get("/jobs/team-a/nb/hub/spawn")["Location"] == "/jobs/team-a/nb/"
     assert client.get("/jobs/team-a/nb/hub/token").status_code == 404
+    assert client.get("/jobs/team-a/gone/hub/home").status_code == 404

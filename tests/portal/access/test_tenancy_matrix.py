@@ -161,6 +161,7 @@ PAGES = [
     ("job-detail", "get", "/jobs/team-a/secret-run/", None, (200, 200, 200, 404)),
     ("job-stop", "post", "/jobs/team-a/secret-run/stop/", {}, (302, 403, 403, 404)),
     ("job-resume", "post", "/jobs/team-a/secret-run/resume/", {}, (302, 403, 403, 404)),
+    ("from-lab", "get", "/jobs/team-a/secret-run/hub/home", None, (302, 302, 302, 404)),
     ("job-delete", "post", "/jobs/team-a/secret-run/delete/", {}, (302, 403, 403, 404)),
     ("job-extend", "post", "/jobs/team-a/secret-run/extend/", {}, (302, 403, 403, 404)),
     ("session", "get", "/sessions/team-a/secret-run/lab", None, (503, 403, 403, 404)),
