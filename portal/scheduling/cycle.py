@@ -26,9 +26,11 @@ from django.core.cache import cache
 from django.db import connection, transaction
 
 from agents.base import Agent, Observation
+from portal.budgets import services as budget_services
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
+from portal.notify import dispatch
 from portal.scheduling import (
     cycle_metrics,
     eta,
@@ -155,6 +157,7 @@ def _plan_and_commit(
     plan = plan_cycle(view, policy)
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()
     commit_cycle(state, view, plan, changes, observation, simulated, notes)
+    dispatch.after_commit(budget_services.announce(list(state.budgets), observation.at))  # R20.5
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
     fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))

@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.utils import timezone
+
+from portal.budgets import services as budget_services
+from portal.budgets.models import Budget
+from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.models import Node as NodeRow
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
@@ -77,6 +82,7 @@ class CycleRows:
     rows: dict[JobKey, JobRow]
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
+    budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -267,6 +273,8 @@ def load(at: datetime | None = None) -> CycleRows:
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
+    budgets = tuple(measure_all(Budget.objects.all(), at or timezone.now()))
+    jobs = budget_services.with_verdicts(jobs, projects, list(budgets))  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
         departments=departments,
@@ -275,4 +283,5 @@ def load(at: datetime | None = None) -> CycleRows:
         rows=rows,
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
+        budgets=budgets,
     )
