@@ -48,6 +48,12 @@ REST = [
     ("webhook-detail", "delete", f"{A}/projects/team-a/webhooks/1/", None, (404, 403, 403, 404)),
     ("webhook-deliveries", "get", f"{A}/projects/team-a/webhooks/1/deliveries/", None,
      (404, 403, 403, 404)),
+    ("budget-list", "get", f"{A}/budgets/", None, (200, 200, 200, 200)),
+    ("budget-list", "post", f"{A}/budgets/", {"name": "b", "project": "team-a", "gpu_hours": 9},
+     (201, 403, 403, 403)),
+    ("budget-detail", "get", f"{A}/budgets/999/", None, (404, 404, 404, 404)),
+    ("budget-detail", "patch", f"{A}/budgets/999/", {"gpu_hours": 5}, (404, 404, 404, 404)),
+    ("budget-detail", "delete", f"{A}/budgets/999/", None, (404, 404, 404, 404)),
     ("my-notifications", "get", f"{A}/me/notifications/", None, (200, 200, 200, 200)),
     ("my-workspaces", "get", f"{A}/me/workspaces/", None, (200, 200, 200, 200)),
     # none on disk here, so a 404 for all; who may delete one that exists (bob, an admin, not
