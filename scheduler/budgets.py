@@ -17,9 +17,11 @@ data (`Job.budget_hold`, `Job.over_budget`); the core never counts GPU-hours its
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 
-from .model import Job, JobKey
+from .model import Job, JobKey, Project
 
 
 def budget_block(job: Job) -> str | None:
@@ -32,6 +34,45 @@ def budget_block(job: Job) -> str | None:
             "(R20.3)"
         )
     return None
+
+
+@dataclass(frozen=True)
+class SpentBudget:
+    """A spent hard budget as its producer tells the core: its scope (a project, a department,
+    or a `user` within a project), what it does (`over`: "wait" or "preemptible") and the words
+    its jobs carry (`reason`)."""
+
+    reason: str
+    over: str = "wait"
+    project: str | None = None
+    department: str | None = None
+    user: str | None = None
+
+    def covers(self, job: Job, department: str | None) -> bool:
+        """True when the job is in the budget's scope."""
+        if self.department is not None:
+            return self.department == department
+        return self.project == job.project and (self.user is None or self.user == job.user)
+
+
+def with_verdicts(
+    jobs: Iterable[Job], projects: Iterable[Project], spent: list[SpentBudget]
+) -> tuple[Job, ...]:
+    """The jobs with their budget verdicts set afresh: `budget_hold` on a pending job under a
+    spent budget that says wait (R20.2), else `over_budget` on any job under one that lets its
+    work run preemptible (R20.3, R20.4); running jobs under a wait budget carry on."""
+    department = {project.name: project.department for project in projects}
+    out = []
+    for job in jobs:
+        mine = [s for s in spent if s.covers(job, department.get(job.project))]
+        hold = next((s.reason for s in mine if s.over == "wait"), None)
+        over = next((s.reason for s in mine if s.over == "preemptible"), None)
+        hold = hold if not job.running else None
+        over = over if hold is None else None
+        if (hold, over) != (job.budget_hold, job.over_budget):
+            job = replace(job, budget_hold=hold, over_budget=over)
+        out.append(job)
+    return tuple(out)
 
 
 def over_budget_keys(jobs: list[Job]) -> set[JobKey]:

@@ -6,7 +6,6 @@ by the caller, what is valid is checked by the API's serializer (which the pages
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from django.db import IntegrityError, transaction
@@ -16,6 +15,8 @@ from portal.budgets.models import Budget, BudgetNotice, Kind, Over, Window
 from portal.budgets.usage import BudgetState, enforced
 from portal.jobs.models import JobEvent
 from scheduler import Job, Project
+from scheduler.budgets import SpentBudget
+from scheduler.budgets import with_verdicts as core_verdicts
 
 FIELDS = ("name", "project", "department", "user", "gpu_hours", "core_hours", "window",
           "term_start", "term_end", "rolling_days", "kind", "over", "thresholds")  # fmt: skip
@@ -49,30 +50,12 @@ def delete_budget(budget: Budget) -> None:
 def with_verdicts(
     jobs: tuple[Job, ...], projects: tuple[Project, ...], states: list[BudgetState]
 ) -> tuple[Job, ...]:
-    """The jobs with `budget_hold` (pending jobs under a spent hard budget that says wait,
-    R20.2) or `over_budget` (any job under a spent hard budget that lets it run preemptible,
-    R20.3, R20.4) set, naming the budget; the others unchanged."""
-    spent = enforced(states)
-    if not spent:
-        return jobs
-    department = {project.name: project.department for project in projects}
-    out = []
-    for job in jobs:
-        mine = [s for s in spent if _covers(s, job, department.get(job.project))]
-        hold = next((s for s in mine if s.over == Over.WAIT), None)
-        over = next((s for s in mine if s.over == Over.PREEMPTIBLE), None)
-        if hold is not None and not job.running:
-            job = replace(job, budget_hold=hold.reason())
-        elif over is not None:
-            job = replace(job, over_budget=over.reason())
-        out.append(job)
-    return tuple(out)
-
-
-def _covers(state: BudgetState, job: Job, department: str | None) -> bool:
-    if state.department is not None:
-        return state.department == department
-    return state.project == job.project and (state.user is None or state.user == job.user)
+    """The jobs with the verdicts of the spent hard budgets among `states` (R20.2-R20.4: the
+    core's `scheduler.budgets.with_verdicts`, which the scenario replay uses too)."""
+    spent = [SpentBudget(reason=state.reason(), over=state.over, project=state.project,
+                         department=state.department, user=state.user)
+             for state in enforced(states)]  # fmt: skip
+    return core_verdicts(jobs, projects, spent) if spent else jobs
 
 
 # ------------------------------------------------------------------ thresholds (R20.5)
