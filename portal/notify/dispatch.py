@@ -176,7 +176,8 @@ def _guarded(send, *args) -> None:
 
 
 def _email(address: str, payload: dict) -> None:
-    subject = f"[Allot] {payload['project']}/{payload['job']} {payload['event']}"
+    what = f"{payload['project']}/{payload['job']}" if payload["job"] else payload["project"]
+    subject = f"[Allot] {what} {payload['event']}"
     body = f"{payload['message']}\n\nJob: {payload['project']}/{payload['job']}\n"
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False)
 

@@ -96,6 +96,7 @@ def test_r20_5_a_soft_budget_notifies_the_project_admins_at_80_and_100_percent(
     ]
     assert events[0].message.endswith("per term 2026-09-01 to 2026-11-30) (R20.5)")
     assert [m.to for m in mail.outbox] == [["alice@example.org"]] * 2
+    assert mail.outbox[0].subject == "[Allot] team-a budget threshold reached"
     assert cluster.job("team-a", "big").status == Status.RUNNING  # soft: nothing enforced
 
 
