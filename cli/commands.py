@@ -715,12 +715,15 @@ def cpu_and_memory(cluster: dict) -> str:
     no node tracks them (or the portal predates them)."""
     figure = {
         key: cluster.get(key, 0)
-        for key in ("cpu_millis", "allocated_cpu_millis", "memory_mib", "allocated_memory_mib")
+        for key in ("cpu_millis", "allocated_cpu_millis", "memory_bytes", "allocated_memory_bytes")
     }
-    if not figure["cpu_millis"] and not figure["memory_mib"]:
+    if not figure["cpu_millis"] and not figure["memory_bytes"]:
         return ""
     cores = f"{figure['allocated_cpu_millis'] / 1000:g}/{figure['cpu_millis'] / 1000:g}"
-    gib = f"{figure['allocated_memory_mib'] / 1024:g}/{figure['memory_mib'] / 1024:g}"
+    used, total = (
+        round(figure[key] / 2**30, 2) for key in ("allocated_memory_bytes", "memory_bytes")
+    )
+    gib = f"{used:g}/{total:g}"
     return f"   CPU {cores} cores, MEMORY {gib} GiB"
 
 

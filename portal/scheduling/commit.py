@@ -232,7 +232,7 @@ class _Tally:
     weighted_utilization: float = 0.0
     idle_milli: int = 0  # GPUs of running jobs under IDLE_BELOW utilization
     cpu_millis: int = 0  # requested by the running jobs' pods (issue 26)
-    memory_mib: int = 0
+    memory_bytes: int = 0
 
     def add(self, job: CoreJob, utilization: float | None) -> None:
         if not job.running:
@@ -242,7 +242,7 @@ class _Tally:
         self.running += 1
         self.allocated_milli += milli
         self.cpu_millis += job.cpu_millis * job.pods
-        self.memory_mib += job.memory_mib * job.pods
+        self.memory_bytes += job.memory_bytes * job.pods
         if utilization is not None:
             self.busy_milli += milli
             self.weighted_utilization += utilization * milli
@@ -280,7 +280,7 @@ def write_usage(
             utilization=tallies[name].utilization,
             idle_gpus=tallies[name].idle_milli / 1000,
             allocated_cpu_millis=tallies[name].cpu_millis,
-            allocated_memory_mib=tallies[name].memory_mib,
+            allocated_memory_bytes=tallies[name].memory_bytes,
             simulated=simulated,
         )
         for name, info in state.project_rows.items()

@@ -94,7 +94,7 @@ def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
                placement=placement.encode(decision.placement),
                gpus=jobs[decision.job].milli_total / 1000,
                cpu_millis=jobs[decision.job].cpu_millis * jobs[decision.job].pods,
-               memory_mib=jobs[decision.job].memory_mib * jobs[decision.job].pods)
+               memory_bytes=jobs[decision.job].memory_bytes * jobs[decision.job].pods)
         for row, decision in zip(rows, starts, strict=True)
     )  # fmt: skip
 

@@ -128,19 +128,19 @@ def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
     of the devices no placement of `jobs` uses, highest first (the cluster's device plugin, not
     Allot, chose theirs: only the count is known), and their CPU and memory."""
     rows = NodeRow.objects.order_by("name").values_list(
-        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable", "cordoned_in_cluster",
-        "cpu_millis", "memory_mib", "failed_devices", "failed_in_cluster", "outside_gpus",
-        "outside_cpu_millis", "outside_memory_mib",
+        "name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable", "cordoned_in_cluster",
+        "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster", "outside_gpus",
+        "outside_cpu_millis", "outside_memory_bytes",
     )  # fmt: skip
     nodes = []
     for (name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported,
          outside, outside_cpu, outside_ram) in rows:  # fmt: skip
         failed = tuple(sorted({*marked, *reported}))
         nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
-                          cpu_millis=cpu, memory_mib=ram, failed_devices=failed,
+                          cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
                           outside_devices=_outside_devices(gpus, outside, set(failed)),
                           outside_cpu_millis=outside_cpu,
-                          outside_memory_mib=outside_ram))  # fmt: skip
+                          outside_memory_bytes=outside_ram))  # fmt: skip
     return clear_of(tuple(nodes), jobs)
 
 
@@ -178,13 +178,13 @@ def load_departments() -> tuple[Department, ...]:
     tie-breaks."""
     rows = DepartmentRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS,
-        "cpu_limit_millis", "memory_limit_mib",
+        "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     return tuple(
         Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk,
                    reclaim_min_runtime_s=_seconds(reclaim),
                    preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                   memory_limit_mib=memory_limit)
+                   memory_limit_bytes=memory_limit)
         for pk, name, quota, weight, limit, reclaim, preempt, cpu_limit, memory_limit in rows
     )  # fmt: skip
 
@@ -197,7 +197,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
-        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_mib",
+        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
@@ -210,7 +210,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_mib=memory_limit)
+                    memory_limit_bytes=memory_limit)
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos
@@ -230,7 +230,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
             "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
-            "cpu_millis", "memory_mib", "gpu_memory_mib", "user_id", named=True,
+            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -245,8 +245,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             placement=pods, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
             expected_end=row.expected_end if started is not None else None,
-            attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_mib=row.memory_mib,
-            gpu_memory_mib=row.gpu_memory_mib,
+            attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
+            gpu_memory_bytes=row.gpu_memory_bytes,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(

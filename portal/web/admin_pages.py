@@ -209,7 +209,7 @@ def _project_quantities(project: Project) -> dict[str, str]:
     """The project's CPU and memory defaults and limits as its form reads them back."""
     return {
         "default_cpu": quantity_cpu(project.default_cpu_millis),
-        "default_memory": quantity_memory(project.default_memory_mib),
+        "default_memory": quantity_memory(project.default_memory_bytes),
         **limit_quantities(project),
     }
 
@@ -218,7 +218,7 @@ def limit_quantities(queue) -> dict[str, str]:
     """A project's or department's CPU and memory limits as its form reads them back."""
     return {
         "cpu_limit": quantity_cpu(queue.cpu_limit_millis),
-        "memory_limit": quantity_memory(queue.memory_limit_mib),
+        "memory_limit": quantity_memory(queue.memory_limit_bytes),
     }
 
 

@@ -183,7 +183,7 @@ def _project_defaults(projects: list) -> list[dict]:
     as the form writes them ("4", "32Gi"): the hints of the CPU and memory fields."""
     rows = []
     for project in projects:
-        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_mib(project)
+        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_bytes(project)
         rows.append({
             "name": project.name, "cpu": format_cpu(cpu) if cpu else "",
             "memory": format_memory(memory) if memory else "",
