@@ -260,7 +260,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
     return tuple(jobs), index
 
 
-def load(at: datetime | None = None) -> CycleRows:
+def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -> CycleRows:
     """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
 
     The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
@@ -273,8 +273,9 @@ def load(at: datetime | None = None) -> CycleRows:
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
-    budgets = tuple(measure_all(Budget.objects.all(), at or timezone.now()))
-    jobs = budget_services.with_verdicts(jobs, projects, list(budgets))  # R20.2-R20.4
+    if budgets is None:
+        budgets = measure_all(Budget.objects.all(), at or timezone.now())
+    jobs = budget_services.with_verdicts(jobs, projects, budgets)  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
         departments=departments,
@@ -283,5 +284,5 @@ def load(at: datetime | None = None) -> CycleRows:
         rows=rows,
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
-        budgets=budgets,
+        budgets=tuple(budgets),
     )
