@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from .tables import gpu_hours
+
 COLUMNS = ("ALLOCATED GPU-h", "USED GPU-h", "UTIL", "OVER-QUOTA GPU-h", "RUNS")
 RESOURCE_COLUMNS = ("CORE-h", "MEMORY GiB-h")
 
 
 def hours(value: float | None) -> str:
-    """GPU-hours to two decimals."""
-    return "-" if value is None else f"{value:.2f}"
+    """GPU-hours to two decimals, half up, as the pages (`tables.gpu_hours`)."""
+    return gpu_hours(value)
 
 
 def used(figures: dict) -> str:

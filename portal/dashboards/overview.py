@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from portal import access
 from portal.cluster import metrics
+from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, JobEvent, JobType, Status, UsageSample
 from portal.jobs.queries import with_usage
@@ -307,9 +308,8 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
             measured = figures.devices.get(node.name) or None
         devices, failed = [], node.out_of_service
         # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
-        taken = {*failed, *on_device[node.name]}
-        free = [index for index in range(node.gpus - 1, -1, -1) if index not in taken]
-        outside = set(free[: node.outside_gpus])
+        outside = set(outside_devices(node.gpus, node.outside_gpus,
+                                      {*failed, *on_device[node.name]}))  # fmt: skip
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None

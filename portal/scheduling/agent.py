@@ -50,7 +50,10 @@ def _build_agent(kind: str) -> Agent:
         }
         sessions = (
             LocalSessions(
-                settings.ALLOT_SESSIONS_DIR, workspaces=settings.ALLOT_WORKSPACES_DIR, **isolation
+                settings.ALLOT_SESSIONS_DIR,
+                workspaces=settings.ALLOT_WORKSPACES_DIR,
+                portal_url=settings.ALLOT_PORTAL_URL,
+                **isolation,
             )
             if settings.ALLOT_SIM_JUPYTER
             else None

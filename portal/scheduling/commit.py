@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Max
 
 from agents.base import Observation
+from portal.core import formats
 from portal.dashboards.analytics import roll_up
 from portal.dashboards.overview import IDLE_BELOW
 from portal.jobs import placement
@@ -51,10 +52,11 @@ class Update:
 
 
 def describe_placement(pods: Iterable[PodPlacement]) -> str:
-    """'dgx1-1 GPU 0,1; dgx1-2 GPU 3 (0.50)' for event messages."""
+    """'dgx1-1 GPU 0,1; dgx1-2 GPU 3 (0.63)' for event messages (a share spelled as every page
+    spells GPUs, `formats.gpus`: issue 34 item 11)."""
     return "; ".join(
         f"{p.node} GPU {','.join(map(str, p.devices))}"
-        + (f" ({p.share:.2f})" if p.share < 1 else "")
+        + (f" ({formats.gpus(p.share)})" if p.share < 1 else "")
         for p in pods
     )
 

@@ -34,7 +34,9 @@ LOG_CHARS_MAX = 200_000  # a run's kept log, at most (its last lines)
 
 
 def ended_by(decision: Decision) -> str:
-    """Who ended a run: "team-a's reclaim", "team-b's preempt", "consolidation"."""
+    """Who ended a run: "team-a's reclaim", "team-b's preempt", "consolidation", "a failed GPU"."""
+    if decision.action == "device-failure":
+        return "a failed GPU"
     if decision.beneficiary is not None:
         return f"{decision.beneficiary[0]}'s {decision.action}"
     return decision.action

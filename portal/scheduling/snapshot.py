@@ -17,6 +17,7 @@ from django.utils import timezone
 from portal.budgets import services as budget_services
 from portal.budgets.models import Budget
 from portal.budgets.usage import BudgetState, measure_all
+from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
@@ -138,7 +139,7 @@ def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
         failed = tuple(sorted({*marked, *reported}))
         nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
                           cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
-                          outside_devices=_outside_devices(gpus, outside, set(failed)),
+                          outside_devices=outside_devices(gpus, outside, set(failed)),
                           outside_cpu_millis=outside_cpu,
                           outside_memory_bytes=outside_ram))  # fmt: skip
     return clear_of(tuple(nodes), jobs)
@@ -153,18 +154,12 @@ def clear_of(nodes: tuple[Node, ...], jobs: tuple[Job, ...]) -> tuple[Node, ...]
         for pod in job.placement:
             used.setdefault(pod.node, set()).update(pod.devices)
     return tuple(
-        replace(node, outside_devices=_outside_devices(
+        replace(node, outside_devices=outside_devices(
             node.gpus, len(node.outside_devices),
             {*node.failed_devices, *used.get(node.name, ())}))
         if node.outside_devices else node
         for node in nodes
     )  # fmt: skip
-
-
-def _outside_devices(gpus: int, count: int, taken: set[int]) -> tuple[int, ...]:
-    """`count` device indexes of a node of `gpus` that `taken` leaves free, highest first."""
-    free = [device for device in range(gpus - 1, -1, -1) if device not in taken]
-    return tuple(sorted(free[:count]))
 
 
 def _seconds(value) -> float | None:

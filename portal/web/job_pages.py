@@ -402,6 +402,16 @@ def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
 
 
 @login_required
+def from_the_lab(request: HttpRequest, project: str, name: str, page: str) -> HttpResponse:
+    """JupyterLab's way back to the portal (`agents.sessions.way_back`): its File > Hub Control
+    Panel (`home`) and its offer to restart a server that is gone (`spawn`) open the job's page,
+    where Open, Resume and Stop are. The job page checks who may see it."""
+    if page not in ("home", "spawn"):
+        raise Http404("JupyterLab asks the portal for its control panel or a restart only")
+    return redirect("job-detail", project=project, name=name)
+
+
+@login_required
 @require_POST
 def job_resume(request: HttpRequest, project: str, name: str) -> HttpResponse:
     """Queue a Stopped job again with the same spec; a notebook's page then opens its lab as soon

@@ -87,6 +87,7 @@ urlpatterns = [
     ),
     path("jobs/<str:project>/<str:name>/access/", job_pages.session_access, name="session-access"),
     path("jobs/<str:project>/<str:name>/resume/", job_pages.job_resume, name="job-resume"),
+    path("jobs/<str:project>/<str:name>/hub/<str:page>", job_pages.from_the_lab, name="from-lab"),
     path("jobs/<str:project>/<str:name>/delete/", job_pages.job_delete, name="job-delete"),
     path("jobs/<str:project>/<str:name>/extend/", job_pages.job_extend, name="job-extend"),
     re_path(SESSION, sessions.session_proxy, name="session"),

@@ -220,7 +220,7 @@ def test_r2_6_failed_devices_leave_the_cluster_total_and_placement():
     )
 
 
-def test_r2_6_a_job_on_a_failed_device_is_evicted_within_one_cycle_naming_the_gpu():
+def test_r2_6_f1_a_job_on_a_failed_device_moves_to_healthy_ones_within_one_cycle_naming_the_gpu():
     nodes = (Node("dgx1-2", 8, failed_devices=(3,)),)
     jobs = (
         Job("team-a", "train", 2, placement=on("dgx1-2", 2, 3), order=1),
@@ -228,25 +228,59 @@ def test_r2_6_a_job_on_a_failed_device_is_evicted_within_one_cycle_naming_the_gp
         Job("team-a", "fine", 1, placement=on("dgx1-2", 5), order=3),
     )
     plan = plan_cycle(Snapshot(nodes, TEAM, jobs))
-    evicted = {d.job: d for d in plan.decisions if d.kind == "evict"}
-    assert list(evicted) == [("team-a", "train")]
-    assert evicted[("team-a", "train")].reason == (
-        "evicted: GPU 3 of dgx1-2 failed; it waits to run again"
+    assert [(d.kind, d.job, d.action) for d in plan.decisions] == [
+        ("move", ("team-a", "train"), "device-failure")
+    ]
+    (move,) = plan.decisions
+    assert move.reason == "moved to dgx1-2: GPU 3 of dgx1-2 failed (R2.6)"
+    assert 3 not in move.placement[0].devices
+
+
+def test_r2_6_f3_a_job_on_a_failed_device_with_no_room_left_is_evicted_naming_the_gpu():
+    nodes = (Node("n1", 2, failed_devices=(0,)),)
+    jobs = (
+        Job("team-a", "notebook", 1, type="interactive", placement=on("n1", 0), order=1),
+        Job("team-a", "other", 1, type="interactive", placement=on("n1", 1), order=2),
     )
-    assert evicted[("team-a", "train")].action == "device-failure"
-    # The next cycle restarts it on healthy devices; the device stays out of placement.
-    final, _ = settle(Snapshot(nodes, TEAM, jobs))
-    train = next(j for j in final.jobs if j.name == "train")
-    assert train.running and 3 not in train.placement[0].devices
+    plan = plan_cycle(Snapshot(nodes, TEAM, jobs))
+    assert [(d.kind, d.job, d.reason) for d in plan.decisions] == [
+        ("evict", ("team-a", "notebook"), "evicted: GPU 0 of n1 failed; it waits to run again")
+    ]
+    assert plan.decisions[0].action == "device-failure"
 
 
-def test_r2_6_an_interactive_job_on_a_failed_device_is_evicted_too():
+def test_r2_6_f1_an_interactive_job_on_a_failed_device_moves_too():
     nodes = (Node("n1", 2, failed_devices=(0,)),)
     job = Job("team-a", "notebook", 1, type="interactive", placement=on("n1", 0))
     plan = plan_cycle(Snapshot(nodes, TEAM, (job,)))
     assert [(d.kind, d.reason) for d in plan.decisions] == [
-        ("evict", "evicted: GPU 0 of n1 failed; it waits to run again")
+        ("move", "moved to n1: GPU 0 of n1 failed (R2.6)")
     ]
+
+
+def test_r2_6_f2_its_gpus_are_not_lent_before_it_reclaims_them_issue_34_item_12():
+    """After a GPU failed, an over-quota fill job started on the failed job's other device and
+    was reclaimed by it in the next cycle (issue 34 item 12). The stranded job keeps its healthy
+    device through allocate and reclaims what it lacks in the same cycle: one eviction, no start
+    undone."""
+    nodes = (Node("dgx1-1", 8), Node("dgx1-2", 8, failed_devices=(0,)))
+    teams = (Project("nlp", 8), Project("vision", 4), Project("fill", 4))
+    jobs = [Job("nlp", f"n{i}", 2, placement=on(f"dgx1-{1 + i // 2}", 2 * (i % 2), 2 * (i % 2) + 1),
+                order=i) for i in range(4)]  # fmt: skip
+    jobs += [Job("fill", f"fill-{i}", 1, placement=on(f"dgx1-{1 + i // 4}", 4 + i % 4),
+                 order=10 + i) for i in range(8)]  # fmt: skip
+    jobs += [Job("fill", f"fill-{i}", 1, order=10 + i) for i in (8, 9)]
+    plan = plan_cycle(Snapshot(nodes, teams, tuple(jobs)))
+    kinds = [(d.kind, "/".join(d.job)) for d in plan.decisions]
+    assert ("move", "nlp/n2") in kinds
+    assert [k for k in kinds if k[0] == "start"] == []  # no fill job lent the freed device
+    assert len([k for k in kinds if k[0] == "evict"]) == 1  # one fill job gives its GPU back
+    move = next(d for d in plan.decisions if d.job == ("nlp", "n2"))
+    assert move.reason.startswith("moved: GPU 0 of dgx1-2 failed; restarted on dgx1-2: reclaimed")
+    assert move.action == "device-failure"
+    _, plans = settle(Snapshot(nodes, teams, tuple(jobs)))
+    later = [d for p in plans[1:] for d in p.decisions if d.kind == "evict"]
+    assert later == []  # nothing started in the first cycle is taken back after
 
 
 # ------------------------------------------------------------------------ ETA and backfill (B1)
