@@ -16,7 +16,7 @@ from rich.table import Table
 from . import __version__, config
 from .client import Api, CliError
 from .tables import gpu_hours, gpus, show
-from .usage import heading, usage_table
+from .usage import budgets_table, heading, usage_table
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -784,7 +784,9 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
     core-hours and memory GiB-hours beside them when runs held CPU or memory.
 
     Cluster admins see every team; others their own projects. USED is the GPU-hours weighted by
-    the measured utilization ("not measured" without one; "sim": synthetic)."""  # fmt: skip
+    the measured utilization ("not measured" without one; "sim": synthetic). The budgets one may
+    see follow (GET /api/v1/budgets/): used, left, and when each runs out at the current burn
+    rate."""  # fmt: skip
     params = {"group_by": group_by, "period": "month" if per == "month" else "day",
               "since": since, "until": until, "project": project, "user": user}  # fmt: skip
     params = {k: v for k, v in params.items() if v is not None}
@@ -801,6 +803,11 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
         return
     click.echo(heading(report))
     show(usage_table(report, per_period=per != "total"), out)
+    budgets = client.call("GET", "budgets/", params={"page_size": 1000})["results"]
+    budgets = [b for b in budgets if project in (None, b["project"])]
+    if budgets:
+        click.echo("\nBudgets left (GPU-hours of each budget's current window):")
+        show(budgets_table(budgets), out)
 
 
 @cli.command()

@@ -245,6 +245,7 @@ INSTALLED_APPS = [
     "portal.tenancy",
     "portal.cluster",
     "portal.jobs",
+    "portal.budgets",
     "portal.scheduling",
     "portal.web",
     "portal.notify",

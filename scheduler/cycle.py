@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from .actions.allocate import allocate
 from .actions.backfill import keep_reservation_reasons
+from .actions.budget import explain_over_budget, reclaim_over_budget
 from .actions.consolidation import consolidate
 from .actions.failed import release_stranded, settle_stranded, take_off_failed_devices
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
 from .actions.stale import evict_stale_gangs
 from .apply import apply_plan
+from .budgets import over_budget_keys
 from .model import Plan, Policy, Snapshot
 from .session import Session
 
@@ -22,17 +24,24 @@ def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
 
     With `Policy.backfill`, allocate makes reservations (B1-B4); consolidation then serves only
     reserved jobs and jobs ahead of them, and no later action takes up a job held for a
-    reservation (B3)."""
+    reservation (B3).
+
+    Budgets (R20, scheduler/budgets.py): a job held by a spent budget is never placed; a job past
+    a budget that lets it run as preemptible work starts only in allocate, and within-budget jobs
+    take its GPUs back before reclaim (R20.4)."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
     stranded = take_off_failed_devices(session)  # F1
     allocate(session)
+    explain_over_budget(session)
+    spent = over_budget_keys(session.jobs)  # R20.3: idle capacity only
     if policy.consolidation:
-        session.withheld = session.behind | session.held  # B3
+        session.withheld = session.behind | session.held | spent  # B3
         consolidate(session)
-    session.withheld = set(session.held)  # B3
+    session.withheld = session.held | spent  # B3; R20.3
     release_stranded(session, stranded)  # F2
     if policy.reclaim:
+        reclaim_over_budget(session)  # R20.4
         reclaim(session)
     if policy.preempt:
         preempt(session)

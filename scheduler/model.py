@@ -172,6 +172,11 @@ class Job:
     device with that much memory free, and `gpus` is then the producer's fraction for accounting,
     gpu_memory_bytes over the smallest device memory in the cluster (scheduler_tools/scenario.py
     and the portal compute it so).
+
+    Budgets (Allot's R20 rules, docs/budgets.md, scheduler/budgets.py): the producer sets
+    `budget_hold` to the reason when a hard budget of the job's scope that says "wait" is spent
+    (R20.2: the job waits with it), and `over_budget` to the reason when a spent hard budget
+    lets its jobs run as preemptible over-quota work (R20.3, R20.4). None: within budget.
     """
 
     project: str
@@ -194,6 +199,8 @@ class Job:
     cpu_millis: int = 0
     memory_bytes: int = 0
     gpu_memory_bytes: int | None = None
+    budget_hold: str | None = None
+    over_budget: str | None = None
 
     # The derived values below are read millions of times per simulated day; a job is
     # immutable, so each is computed once (cached_property stores it beside the fields, which

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .bands import check_bands, with_bands
+from .budgets import budget_block
 from .minruntime import Protection, check_min_runtime, check_policy
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
@@ -121,7 +122,11 @@ class Session:
     def capacity_block(self, job: Job) -> str | None:
         """Why the job cannot be placed right now under its project's and ancestors' limit
         (R3.1, in GPUs, and the project's CPU and memory limits of issue 26) and, for a
-        non-preemptible job, quota (R3.2); None when it may be placed."""
+        non-preemptible job, quota (R3.2); a spent hard budget first (R20.2, R20.3); None when it
+        may be placed."""
+        spent = budget_block(job)  # R20.2, R20.3
+        if spent:
+            return spent
         amount = job.milli_total
         limited = self.limit_amount(job)
         for queue in self.queue(job).path()[::-1]:

@@ -27,6 +27,12 @@ Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs
   "16Gi"}`), `expect.devices` (`{"project/name": [device, ...]}`, every pod's devices, sorted),
   and `expect.decision_contains` (`{"project/name": "text"}`, text in the reason of a decision
   about the job made while the step's cycles settled, e.g. an eviction's).
+
+Allot's additions for budgets (issue 36, R20, docs/budgets.md; scheduler_tools/budgets.py):
+- `budgets`: `[{"name", "project" | "department", "user"?, "gpu_hours", "kind": soft | hard,
+  "over": wait | preemptible, "from"?, "until"?, "thresholds"?}]`, a term on the scenario clock.
+- `expect.budget_notices` (every threshold announced so far, `["term 80%"]`) and
+  `expect.budget_used` (`{"name": GPU-hours}`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from pathlib import Path
 from scheduler.cycle import plan_cycle, settle
 from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot
 from scheduler.quantity import MIB, QuantityError, cpu_millis, format_memory, memory_bytes
+
+from .budgets import Meter, ScenarioBudget, parse_budgets
 
 TOLERANCE = 0.001
 JOB_FIELDS = {
@@ -65,6 +73,7 @@ class Scenario:
     policy: Policy
     steps: list[dict]
     smallest_gpu_memory: int = DEVICE_MEMORY  # R3.4: a GPU-memory request's accounting fraction
+    budgets: tuple[ScenarioBudget, ...] = ()  # issue 36, R20 (scheduler_tools/budgets.py)
 
 
 def _quantity(value, where: str, parse, allocatable: bool = False):
@@ -152,10 +161,15 @@ def parse_scenario(data: dict) -> Scenario:
         _number(step.get("at", 0), f"steps[{i}].at")
         _failed_step(step.get("failed_devices", {}), f"steps[{i}].failed_devices", nodes)
     memories = [n.gpu_memory_bytes for n in nodes if n.gpus]
+    budgets = parse_budgets(data.get("budgets"), names, dept_names, _fail)
     return Scenario(
         str(data.get("name", "")), nodes, projects, departments, policy, data["steps"],
-        min(memories, default=DEVICE_MEMORY),
+        min(memories, default=DEVICE_MEMORY), budgets,
     )  # fmt: skip
+
+
+def _fail(message: str) -> None:
+    raise ScenarioError(message)
 
 
 def _failed_step(value, where: str, nodes: tuple[Node, ...]) -> None:
@@ -264,12 +278,15 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
         nodes=scenario.nodes, projects=scenario.projects, departments=scenario.departments
     )
     order = 0
+    meter = Meter(scenario.budgets)
     plan = plan_cycle(snapshot, scenario.policy)
     for i, step in enumerate(scenario.steps):
         if "at" in step:
             if step["at"] < snapshot.now:
                 result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
+            meter.advance(snapshot, float(step["at"]))  # R20.1, R20.5
             snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
+        snapshot = meter.apply(snapshot)  # R20.2-R20.4
         decided: list = []
         if step.get("failed_devices"):
             snapshot = _fail_devices(snapshot, step["failed_devices"])
@@ -278,7 +295,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
         for spec in step.get("submit", []):
             order += 1
             job = _job(spec, order, scenario.smallest_gpu_memory)
-            snapshot = dataclasses.replace(snapshot, jobs=(*snapshot.jobs, job))
+            snapshot = meter.apply(dataclasses.replace(snapshot, jobs=(*snapshot.jobs, job)))
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
             decided += [d for p in plans for d in p.decisions]
             plan = plans[-1]
@@ -295,6 +312,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
             result.report += tables(scenario, snapshot, plan, f"after step {i}")
             result.failures += check(step["expect"], snapshot, plan, i)
             result.failures += check_resources(step["expect"], snapshot, decided, i)
+            result.failures += meter.check(step["expect"], i)
     result.snapshot = snapshot
     return result
 

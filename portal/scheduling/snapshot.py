@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.utils import timezone
+
+from portal.budgets import services as budget_services
+from portal.budgets.models import Budget
+from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
 from portal.jobs import placement
@@ -78,6 +83,7 @@ class CycleRows:
     rows: dict[JobKey, JobRow]
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
+    budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -249,7 +255,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
     return tuple(jobs), index
 
 
-def load(at: datetime | None = None) -> CycleRows:
+def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -> CycleRows:
     """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
 
     The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
@@ -262,6 +268,9 @@ def load(at: datetime | None = None) -> CycleRows:
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
+    if budgets is None:
+        budgets = measure_all(Budget.objects.all(), at or timezone.now())
+    jobs = budget_services.with_verdicts(jobs, projects, budgets)  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
         departments=departments,
@@ -270,4 +279,5 @@ def load(at: datetime | None = None) -> CycleRows:
         rows=rows,
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
+        budgets=tuple(budgets),
     )
