@@ -69,3 +69,46 @@ def _on(node, *devices):
     from scheduler import PodPlacement
 
     return PodPlacement(node, devices, 1.0)
+
+
+def test_r21_1_a_job_over_its_user_limit_does_not_reclaim():
+    """The limit is checked where every action places a job: ann, at her limit of 2 GPUs in
+    team-a, does not reclaim team-b's over-quota GPUs, though team-a is under its quota."""
+    team_a = Project("team-a", 8, user_limits=(UserLimit(max_gpus=2),))
+    team_b = Project("team-b", 0)
+    held = tuple(
+        Job("team-a", f"ann-{i}", 1, user="ann", order=i, placement=(_on("n1", i),))
+        for i in range(2)
+    )
+    borrowed = tuple(
+        Job("team-b", f"b-{i}", 1, order=10 + i, placement=(_on(n, d),))
+        for i, (n, d) in enumerate([("n1", d) for d in range(2, 8)] + [("n2", d) for d in range(8)])
+    )
+    waiting = Job("team-a", "ann-2", 1, user="ann", order=30)
+    plan = plan_cycle(Snapshot(NODES, (team_a, team_b), held + borrowed + (waiting,)))
+    assert not [d for d in plan.decisions if d.kind == "evict"]
+    assert "(R21.1)" in plan.pending_reasons[("team-a", "ann-2")]
+
+
+def test_r21_bad_user_limits_in_a_scenario_are_refused_naming_the_field():
+    from scheduler_tools.scenario import ScenarioError, parse_scenario
+
+    def scenario(limits):
+        return {
+            "name": "x",
+            "nodes": [{"name": "n1", "gpus": 2}],
+            "projects": [{"name": "team-a", "quota": 2, "user_limits": limits}],
+            "steps": [],
+        }
+
+    for limits, message in (
+        ([{"max_gpus": -1}], "projects[0].user_limits[0].max_gpus"),
+        ([{"max_running": 1.5}], "projects[0].user_limits[0].max_running: must be a whole"),
+        ([{"max_pods": 1}], "projects[0].user_limits[0]: unknown field(s) max_pods"),
+    ):
+        try:
+            parse_scenario(scenario(limits))
+        except ScenarioError as error:
+            assert message in str(error)
+        else:
+            raise AssertionError(f"{limits} was accepted")
