@@ -1,7 +1,7 @@
 """Replay a scenario file through a running portal's REST API; print the tables of
 `scheduler_tools.replay`.
 
-    python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
+    python scripts/replay_scenario.py scenarios/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
 
 The scenario's nodes (with their CPU, memory, GPU memory and failed devices), departments and

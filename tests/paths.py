@@ -1,14 +1,15 @@
 """Where the tests find shared data: ../shared beside the repository (as CI has it), else the
-copy under tests/fixtures/ so that a lone clone still runs every test."""
+repository's own copy (scenarios/, the one `make replay` and the docs use), so that a lone clone
+still runs every test; tests/test_readme.py checks that the two copies are the same bytes."""
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SCENARIOS = ROOT / "scenarios"
 
 
 def tr4858() -> Path:
-    """The TR-4858 four-team scenario (../shared/scenarios/tr4858.json, or its copy)."""
+    """The TR-4858 four-team scenario (../shared/scenarios/tr4858.json, or scenarios/'s copy)."""
     shared = SHARED / "scenarios" / "tr4858.json"
-    return shared if shared.exists() else FIXTURES / "tr4858.json"
+    return shared if shared.exists() else SCENARIOS / "tr4858.json"
