@@ -412,7 +412,7 @@ ALLOT_SIM_PROCESSES = envbool("ALLOT_SIM_PROCESSES", False)
 ALLOT_PROCESSES_DIR = Path(
     envstr("ALLOT_PROCESSES_DIR", "") or ALLOT_SESSIONS_DIR.parent / "processes"
 )
-# A local session runs a researcher's code on this machine (README, "Security"). A portal run as
+# A local session runs a researcher's code on this machine (docs/security.md). A portal run as
 # root starts each as a system user of its own; one that is not root refuses to, unless this is
 # one person's embedded trial: `make run` sets ALLOT_SESSIONS_SINGLE_USER=1, and the notebook
 # then runs as the portal's own user, its only researcher. Never with REDIS_URL (many users).
@@ -536,9 +536,10 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
-# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, README "Single sign-on"): set the
-# issuer (its /.well-known/openid-configuration is read at the first sign-in) and the client the
-# provider registered for this portal, whose redirect URI is https://PORTAL/oidc/callback/. The
+# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md "Single sign-on"):
+# set the issuer (its /.well-known/openid-configuration is read at the first sign-in) and the
+# client the provider registered for this portal, whose redirect URI is
+# https://PORTAL/oidc/callback/. The
 # provider's `groups` claim gives project roles by the rules cluster admins edit at /sso/rules/.
 # ALLOT_LOCAL_LOGIN=0 turns passwords off: /login/ offers single sign-on only, and a password
 # sent to /login/, /admin/login/ or POST /api/v1/auth/token/ is refused (API tokens keep working).

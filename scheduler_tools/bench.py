@@ -157,7 +157,7 @@ def sweep(gpus: int, projects: int, resources: bool = False) -> list[dict]:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line (README: "The scheduling core")."""
+    """The command line (docs/scheduling.md, "The scheduling core")."""
     p = argparse.ArgumentParser(
         prog="python -m scheduler_tools.bench",
         description=__doc__,

@@ -644,8 +644,8 @@ def _rendezvous_refusal(env: dict, pods: int) -> str:
     taken = sorted(set(env) & (rendezvous.NAMES - {rendezvous.PORT_VARIABLE}))
     if taken:
         return (
-            f"{taken[0]} is set by Allot for each pod of a job of several pods (README, "
-            "Distributed training); leave it out"
+            f"{taken[0]} is set by Allot for each pod of a job of several pods (docs/"
+            "distributed.md); leave it out"
         )
     port = str(env.get(rendezvous.PORT_VARIABLE, "29500"))
     if not (port.isdigit() and 0 < int(port) < 65536):
