@@ -23,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 # (DEBUG=0 over plain HTTP, a secret key kept in var/secret_key); `make run DEBUG=1` is the
 # developer's switch to Django's debug pages.
 PORT ?= 8000
-# Simulated training jobs finish after a run time drawn from the Philly trace (README, its first lines).
+# Simulated training jobs finish after a run time drawn from the Philly trace (README, first lines).
 DEMO ?= 1
 HOST ?= 127.0.0.1
 DEBUG ?= 0
@@ -61,7 +61,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 replay: $(STAMP)
-	$(PY) -m scheduler_tools.replay scenarios/tr4858.json
+	$(PY) -m scheduler_tools.replay tests/fixtures/tr4858.json
 
 bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json

@@ -1,88 +1,49 @@
-"""The README is what a newcomer reads first, in a lone clone (issue 34 item 15): it starts with
-the set-up commands and then signing in, not the scheduler's internals, and neither it nor any
-page under docs/ points at a file the clone does not have (such as ../shared/...)."""
+"""The README a newcomer reads (issue 34 item 15): the two set-up commands first, then signing
+in, before any internals (they live in docs/); nothing it or docs/ points to is outside the
+repository, and every relative link resolves to a file here."""
+
+from __future__ import annotations
 
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.paths import ROOT, SCENARIOS, SHARED
-
+ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-DOCS = sorted((ROOT / "docs").rglob("*.md"))
-# [text](target) with an optional "title"; images too. Angle-bracket autolinks are absolute.
-LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def links(path: Path) -> list[str]:
-    """The link targets of a Markdown file, outside fenced code blocks."""
-    return LINK.findall(FENCE.sub("", path.read_text()))
+def test_the_readme_starts_with_the_two_commands_then_signing_in():
+    lines = README.read_text().splitlines()
+    commands = [line for line in lines[:8] if line.startswith("make ")]
+    assert [line.split()[1] for line in commands] == ["run", "test"]
+    headings = [(number, line) for number, line in enumerate(lines) if line.startswith("## ")]
+    assert headings[0][1] == "## Sign in" and headings[0][0] < 40, headings[:3]
+    assert [line for _, line in headings[:5]] == [
+        "## Sign in", "## Your first project", "## Your first notebook", "## Your first job",
+        "## REST and CLI",
+    ]  # fmt: skip
+    assert len(lines) < 150, "internals belong in docs/"
 
 
-def anchors(path: Path) -> set[str]:
-    """GitHub's anchors for a Markdown file's headings: lower case, punctuation dropped, spaces
-    turned into hyphens."""
-    text = FENCE.sub("", path.read_text())
-    titles = re.findall(r"^#+\s+(.*?)\s*$", text, re.M)
-    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in titles}
-
-
-def test_readme_names_no_file_outside_the_repository():
-    assert "../shared" not in README.read_text()
-    assert "/work/" not in README.read_text()
-
-
-@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_docs_name_no_file_outside_the_repository(page):
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_nothing_points_outside_the_repository(page):
     text = page.read_text()
     assert "../shared" not in text and "/work/shared" not in text
 
 
-def test_the_first_section_is_signing_in_within_the_first_40_lines():
-    lines = README.read_text().splitlines()
-    first = next(i for i, line in enumerate(lines) if line.startswith("## "))
-    assert first < 40, f"the first section starts on line {first + 1}"
-    assert "sign in" in lines[first].lower(), lines[first]
-
-
-def test_the_readme_walks_a_newcomer_through_in_order():
-    sections = [
-        line[3:].lower() for line in README.read_text().splitlines() if line.startswith("## ")
-    ]
-    wanted = ["sign in", "first project", "first notebook", "first job", "rest and cli"]
-    found = [next(i for i, s in enumerate(sections) if w in s) for w in wanted]
-    assert found == sorted(found), sections
-
-
-def test_the_readme_opens_with_the_two_set_up_commands():
-    lines = README.read_text().splitlines()
-    assert lines[2] == "```sh"
-    assert lines[3].startswith("make run ") and lines[5].startswith("make test ")
-
-
-@pytest.mark.parametrize("page", [README, *DOCS], ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_relative_link_resolves_to_a_file_in_the_repository(page):
-    broken = []
-    for target in links(page):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_relative_link_resolves_to_a_file_of_the_repository(page):
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
             continue
-        path, _, anchor = target.partition("#")
-        file = (page.parent / path).resolve() if path else page
-        missing = not file.is_relative_to(ROOT) or not file.exists()
-        if missing or (anchor and file.suffix == ".md" and anchor not in anchors(file)):
-            broken.append(target)
-    assert not broken, f"{page.name}: {broken}"
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        assert path.exists() and ROOT in path.parents, f"{page.name}: {target}"
 
 
-def test_make_replay_uses_the_repositorys_scenario():
+def test_make_replay_uses_the_repositorys_copy_of_tr4858():
     makefile = (ROOT / "Makefile").read_text()
-    assert "../shared" not in makefile
-    assert "scheduler_tools.replay scenarios/tr4858.json" in makefile
-
-
-@pytest.mark.skipif(not SHARED.exists(), reason="no ../shared beside this clone")
-def test_the_scenario_is_the_shared_one_byte_for_byte():
-    shared = SHARED / "scenarios" / "tr4858.json"
-    assert (SCENARIOS / "tr4858.json").read_bytes() == shared.read_bytes()
+    assert "scheduler_tools.replay tests/fixtures/tr4858.json" in makefile
+    assert (ROOT / "tests" / "fixtures" / "tr4858.json").exists()
