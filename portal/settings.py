@@ -537,10 +537,11 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
-# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md, "Single sign-on"): set the
-# issuer (its /.well-known/openid-configuration is read at the first sign-in) and the client the
-# provider registered for this portal, whose redirect URI is https://PORTAL/oidc/callback/. The
-# provider's `groups` claim gives project roles by the rules cluster admins edit at /sso/rules/.
+# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md "Single sign-on"):
+# set the issuer (its /.well-known/openid-configuration is read at the first sign-in) and the
+# client the provider registered for this portal, whose redirect URI is
+# https://PORTAL/oidc/callback/. The provider's `groups` claim gives project roles by the rules
+# cluster admins edit at /sso/rules/.
 # ALLOT_LOCAL_LOGIN=0 turns passwords off: /login/ offers single sign-on only, and a password
 # sent to /login/, /admin/login/ or POST /api/v1/auth/token/ is refused (API tokens keep working).
 ALLOT_OIDC_ISSUER = (envstr("ALLOT_OIDC_ISSUER", "") or "").rstrip("/")
