@@ -192,3 +192,14 @@ def sign_in(page, server: Server, username: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(server.url + "/")
+
+
+def launch_lab(page, server: Server, username: str, project: str = "team-a") -> str:
+    """Sign in as `username`, launch Jupyter in `project` from the form as a person would, and
+    wait until the page is the lab (on the notebooks' origin); its URL."""
+    sign_in(page, server, username)
+    page.goto(server.url + "/jupyter/new/")
+    page.get_by_label("Project").select_option(project)
+    page.get_by_role("button", name="Launch Jupyter").click()
+    page.wait_for_url(f"**/sessions/{project}/jupyter-{username}/lab**", timeout=60_000)
+    return page.url
