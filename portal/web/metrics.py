@@ -30,7 +30,6 @@ from prometheus_client.core import (
 from portal.dashboards.overview import build_full_overview
 from portal.scheduling import cycle_metrics
 
-MIB = 1024 * 1024
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 REQUESTS = CollectorRegistry(auto_describe=True)
@@ -53,7 +52,7 @@ class ProjectCollector:
         ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request.",
          "allocated_cpu_millis", 0.001),
         ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request.",
-         "allocated_memory_mib", MIB),
+         "allocated_memory_bytes", 1),
         ("allot_project_running_jobs", "Jobs holding resources.", "running_jobs", 1),
         ("allot_project_pending_jobs", "Jobs waiting to start.", "pending_jobs", 1),
     )  # fmt: skip

@@ -47,7 +47,7 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     cluster.node("n1", 8)
     cluster.project("team-a", 4)
     cluster.project("team-b", 2)
-    cluster.submit("team-a", "train-1", gpus=3, cpu_millis=2000, memory_mib=1024)
+    cluster.submit("team-a", "train-1", gpus=3, cpu_millis=2000, memory_bytes=1024**3)
     cluster.submit("team-b", "big", gpus=16)  # never fits: stays pending
     cluster.cycle()
     samples = scrape()
