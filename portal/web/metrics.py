@@ -19,6 +19,7 @@ import hmac
 from time import perf_counter
 
 from django.conf import settings
+from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import (
@@ -28,6 +29,7 @@ from prometheus_client.core import (
 )
 
 from portal.dashboards.overview import build_full_overview
+from portal.jobs.models import JobEvent
 from portal.scheduling import cycle_metrics
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -78,6 +80,19 @@ class ProjectCollector:
         for project, wait in waits.items():
             oldest.add_metric([project], wait)
         yield oldest
+        submitted = CounterMetricFamily(
+            "allot_job_submissions",
+            "Jobs submitted, by project (from the jobs' 'submitted' events, kept with the jobs).",
+            labels=["project"],
+        )
+        counts = dict(
+            JobEvent.objects.filter(kind="submitted")
+            .values_list("project__name")
+            .annotate(n=Count("id"))
+        )
+        for project in waits:
+            submitted.add_metric([project], counts.get(project, 0))
+        yield submitted
 
 
 class CycleCollector:

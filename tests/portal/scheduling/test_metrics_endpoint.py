@@ -66,6 +66,9 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     assert cluster.job("team-b", "big").status == Status.PENDING
     assert gauge("allot_project_oldest_pending_seconds", "team-b") >= 0
     assert gauge("allot_project_oldest_pending_seconds", "team-a") == 0
+    assert gauge("allot_job_submissions_total", "team-a") == 1
+    cluster.submit("team-a", "train-2", gpus=1)
+    assert scrape()[("allot_job_submissions_total", (("project", "team-a"),))] == 2
 
 
 def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
