@@ -203,3 +203,14 @@ def launch_lab(page, server: Server, username: str, project: str = "team-a") -> 
     page.get_by_role("button", name="Launch Jupyter").click()
     page.wait_for_url(f"**/sessions/{project}/jupyter-{username}/lab**", timeout=60_000)
     return page.url
+
+
+def wait_for(check, timeout_s: float = 15.0):
+    """`check()`'s first true value, asked every 0.2 s for up to `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s:g} s")

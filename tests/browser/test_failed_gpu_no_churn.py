@@ -14,19 +14,9 @@ from playwright.sync_api import expect
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, JobEvent, Status
 from portal.jobs.services import submit_job
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import sign_in, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-def wait_for(check, timeout_s: float = 20.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def devices(job: Job) -> tuple[int, ...] | None:
@@ -53,7 +43,7 @@ def test_a_failed_gpu_lends_its_jobs_other_device_to_no_one(page, server, cluste
     row.get_by_label("GPU index of dgx1-1").fill(str(held[0]))
     row.get_by_role("button", name="Mark failed").click()
     expect(page.locator(".messages")).to_contain_text(f"GPU {held[0]} of dgx1-1 marked failed")
-    moved = wait_for(lambda: (found := devices(train)) and held[0] not in found and found)
+    moved = wait_for(lambda: (found := devices(train)) and held[0] not in found and found, 20)
     assert held[1] in moved  # its healthy device stayed its own
     time.sleep(3)  # a few more cycles: nothing started for the failure is taken back
     after = JobEvent.objects.filter(time__gte=failed_at, project=team_b).order_by("time")

@@ -4,8 +4,6 @@ with CPU and memory on the form, and a bad CPU quantity is said under its field.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
@@ -13,19 +11,9 @@ from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, Status
 from portal.jobs.services import submit_job
 from scheduler.quantity import GIB
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import sign_in, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-def wait_for(check, timeout_s: float = 15.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def placed(job: Job) -> tuple[str, int] | None:
