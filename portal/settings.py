@@ -252,6 +252,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.web.metrics.request_latency",  # first: times the whole answer, by route
     "django.middleware.security.SecurityMiddleware",
     "portal.web.session_origin.sessions_host_gate",  # the sessions' origin serves sessions only
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy: see CONTENT_SECURITY_POLICY
@@ -268,6 +269,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+# Prometheus metrics at /metrics answer only `Authorization: Bearer <ALLOT_METRICS_TOKEN>`;
+# unset (the default) /metrics is a 404: nothing is exported publicly.
+ALLOT_METRICS_TOKEN = envsecret("ALLOT_METRICS_TOKEN") or None
 CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # in the portal's layout
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
