@@ -252,6 +252,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.web.metrics.request_latency",  # first: times the whole answer, by route
     "django.middleware.security.SecurityMiddleware",
     "portal.web.session_origin.sessions_host_gate",  # the sessions' origin serves sessions only
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy: see CONTENT_SECURITY_POLICY
@@ -268,6 +269,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+# Prometheus metrics at /metrics answer only `Authorization: Bearer <ALLOT_METRICS_TOKEN>`;
+# unset (the default) /metrics is a 404: nothing is exported publicly.
+ALLOT_METRICS_TOKEN = envsecret("ALLOT_METRICS_TOKEN") or None
 CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # in the portal's layout
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
@@ -537,10 +541,11 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
-# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md, "Single sign-on"): set the
-# issuer (its /.well-known/openid-configuration is read at the first sign-in) and the client the
-# provider registered for this portal, whose redirect URI is https://PORTAL/oidc/callback/. The
-# provider's `groups` claim gives project roles by the rules cluster admins edit at /sso/rules/.
+# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md "Single sign-on"):
+# set the issuer (its /.well-known/openid-configuration is read at the first sign-in) and the
+# client the provider registered for this portal, whose redirect URI is
+# https://PORTAL/oidc/callback/. The provider's `groups` claim gives project roles by the rules
+# cluster admins edit at /sso/rules/.
 # ALLOT_LOCAL_LOGIN=0 turns passwords off: /login/ offers single sign-on only, and a password
 # sent to /login/, /admin/login/ or POST /api/v1/auth/token/ is refused (API tokens keep working).
 ALLOT_OIDC_ISSUER = (envstr("ALLOT_OIDC_ISSUER", "") or "").rstrip("/")

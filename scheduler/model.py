@@ -81,7 +81,7 @@ class Node:
 class Department:
     """A parent queue (R2.11): its fair share is what its projects divide among themselves.
 
-    `over_quota_weight=None` means the quota itself (Run:AI convention, SCHEDULING.md §13);
+    `over_quota_weight=None` means the quota itself (Run:AI convention, docs/rules.md §13);
     `limit=None` means no limit (KAI's -1). `priority` is the queue priority of R2.8 / R4.1.3.
     `order` is the creation order used by the oldest-queue tie-breaks (R2.10, R4.1.8).
     `reclaim_min_runtime_s` and `preempt_min_runtime_s` protect its jobs for that many seconds
@@ -164,7 +164,7 @@ class Job:
     """A job of `pods` pods, each asking for `gpus` GPUs (a fraction below 1 or a whole number).
 
     `type` is ``"train"`` (preemptible, priority 50 + `priority`) or ``"interactive"``
-    (non-preemptible build class, priority 100 + `priority`), SCHEDULING.md §13 and R7.
+    (non-preemptible build class, priority 100 + `priority`), docs/rules.md §13 and R7.
     `order` is the submission order (smaller is older); an evicted job keeps it. `placement` is
     empty for a pending job and has one entry per pod for a running one (gangs are all or nothing,
     R6.1). `user` and `image` are carried for reasons and predictions; the rules ignore them.

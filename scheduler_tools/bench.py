@@ -1,6 +1,6 @@
 """`python -m scheduler_tools.bench`: time the scheduling core on KAI's scale-test shapes.
 
-Scenarios (SCHEDULING.md §14):
+Scenarios (docs/rules.md §14):
 - ``fill``: every job pending on an empty cluster; one cycle must start them all.
 - ``reclaim``: the cluster full of one over-quota project's single-GPU jobs; every other project
   then asks for its quota; cycles until settled.

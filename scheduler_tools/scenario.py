@@ -1,4 +1,4 @@
-"""Scenario files (../shared/scenarios/FORMAT.md): loading, validation and replay.
+"""Scenario files (docs/scenarios.md): loading, validation and replay.
 
 A scenario describes nodes, departments, projects, an optional `policy` (fields of
 :class:`~scheduler.model.Policy`) and steps of submissions, deletions and expectations. Jobs are

@@ -47,3 +47,46 @@ def test_make_replay_uses_the_repositorys_copy_of_tr4858():
     makefile = (ROOT / "Makefile").read_text()
     assert "scheduler_tools.replay tests/fixtures/tr4858.json" in makefile
     assert (ROOT / "tests" / "fixtures" / "tr4858.json").exists()
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors for a Markdown page's headings: lower case, punctuation dropped, spaces
+    turned into hyphens (code blocks hold no headings)."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    titles = re.findall(r"^#+\s+(.*?)\s*$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-") for title in titles}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_link_to_a_section_finds_its_heading(page):
+    """A section's link (`web-ui.md#single-sign-on`, `#gpu-hour-accounting`) broke when the
+    README's sections moved to docs/: the file exists, the heading must too."""
+    for target in LINK.findall(page.read_text()):
+        if re.match(r"[a-z]+:", target) or "#" not in target:
+            continue
+        path, anchor = target.split("#", 1)
+        linked = (page.parent / path).resolve() if path else page
+        if linked.suffix == ".md":
+            assert anchor in anchors(linked), f"{page.name}: {target}"
+
+
+def test_the_rule_book_is_in_the_repository_and_cited_there():
+    """R1-R15 are cited all over the code; a clone has the rule book as docs/rules.md."""
+    rules = (ROOT / "docs" / "rules.md").read_text()
+    assert "## 9. Reclaim (between projects)" in rules
+    assert "(rules.md)" in (ROOT / "docs" / "scheduling.md").read_text()
+
+
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="no ../shared beside this clone")
+@pytest.mark.parametrize(
+    "copy, original",
+    [("tests/fixtures/tr4858.json", "scenarios/tr4858.json"), ("docs/rules.md", "SCHEDULING.md")],
+)
+def test_the_repositorys_copies_hold_the_shared_files(copy, original):
+    """make replay and the docs use the repository's copies: they must not drift from the
+    project's shared files when those are at hand (docs/rules.md adds only a heading note)."""
+    shared = (SHARED / original).read_text()
+    assert shared in (ROOT / copy).read_text()

@@ -101,7 +101,7 @@ def run_cycle(
             external.explain(agent, observation)  # why other tools' pods wait (issue 33)
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
-        cycle_metrics.record(result.status, result.timings)
+        cycle_metrics.record(result.status, result.timings, result.decisions)
     finally:
         _process_lock.release()
     if result.status == "done":
