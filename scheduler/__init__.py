@@ -17,6 +17,7 @@ from .model import (
     Policy,
     Project,
     Snapshot,
+    UserLimit,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Policy",
     "Project",
     "Snapshot",
+    "UserLimit",
     "apply_plan",
     "plan_cycle",
     "settle",

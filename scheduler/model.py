@@ -125,6 +125,25 @@ class Project:
     preempt_min_runtime_s: float | None = None
     cpu_limit_millis: int | None = None
     memory_limit_bytes: int | None = None
+    user_limits: tuple[UserLimit, ...] = ()
+
+
+@dataclass(frozen=True)
+class UserLimit:
+    """A per-user limit inside a project (issue 36, R21.1-R21.3, docs/user-fairness.md).
+
+    `user=""` is the project default for every user; an entry naming a user overrides it for
+    that user field by field (a None field falls back to the default). `max_gpus` caps the GPUs
+    one user's running jobs hold in the project, `max_running` their running jobs and
+    `max_interactive` their running interactive sessions; None means no limit. A pending-jobs
+    limit does not belong here: a pending job holds nothing the core could hand to a teammate,
+    so it is a submit-time check (docs/user-fairness.md; not built yet).
+    """
+
+    user: str = ""
+    max_gpus: float | None = None
+    max_running: int | None = None
+    max_interactive: int | None = None
 
 
 @dataclass(frozen=True)

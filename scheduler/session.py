@@ -17,6 +17,7 @@ from .ordering import ActionVictims
 from .quantity import cores_text, memory_text
 from .queues import QueueState, build_queues, compute_fair_shares
 from .state import ClusterState
+from .userlimits import user_limit_block
 
 
 @lru_cache(maxsize=4096)
@@ -55,6 +56,8 @@ class Session:
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
         self.state = ClusterState(snapshot.nodes, self.queues, jobs)
         self.nodes = {n.name: n for n in snapshot.nodes}
+        # Projects with per-user limits (R21.1-R21.3); the others are never counted per user.
+        self.user_limited = {p.name: p for p in snapshot.projects if p.user_limits}
         self.jobs = jobs
         self.decisions: list[Decision] = []
         self.touched: set[JobKey] = set()  # started, evicted or moved in this cycle
@@ -120,15 +123,21 @@ class Session:
         return to_milli(job.gpu_memory_bytes / self.largest_gpu_memory) * job.pods
 
     def capacity_block(self, job: Job) -> str | None:
-        """Why the job cannot be placed right now under its project's and ancestors' limit
-        (R3.1, in GPUs, and the project's CPU and memory limits of issue 26) and, for a
-        non-preemptible job, quota (R3.2); a spent hard budget first (R20.2, R20.3); None when it
-        may be placed."""
+        """Why the job cannot be placed right now: a spent hard budget first (R20.2, R20.3),
+        then its user's limits in its project (R21.1-R21.3, issue 36), its project's and
+        ancestors' limit (R3.1, in GPUs, and the project's CPU and memory limits of issue 26) and,
+        for a non-preemptible job, quota (R3.2); None when it may be placed."""
         spent = budget_block(job)  # R20.2, R20.3
         if spent:
             return spent
         amount = job.milli_total
         limited = self.limit_amount(job)
+        project = self.user_limited.get(job.project)
+        if project is not None:
+            running = lambda j: self.state.is_running(j.key)  # noqa: E731
+            over = user_limit_block(project, job, self.jobs, running, limited)
+            if over:
+                return over
         for queue in self.queue(job).path()[::-1]:
             over = resource_limit_block(queue, job)
             if over:

@@ -21,6 +21,7 @@ Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs
   may be left out: it is the memory over the smallest device memory in the cluster (R3.4).
 - `projects[].cpu_limit`, `projects[].memory_limit`, and the same on `departments[]` (R3.1 for
   every queue of the path).
+- `projects[].user_limits`: per-user limits inside the project (R21.1-R21.3, issue 36).
 - a step's `failed_devices`: `{"node": [devices]}`, the node's failed devices from then on (an
   empty list heals them), applied before the step's submissions, then cycles until it settles.
 - `expect.allocated_cpu` (`{"project": cores}`), `expect.allocated_memory` (`{"project":
@@ -43,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scheduler.cycle import plan_cycle, settle
-from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot
+from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot, UserLimit
 from scheduler.quantity import MIB, QuantityError, cpu_millis, format_memory, memory_bytes
 
 from .budgets import Meter, ScenarioBudget, parse_budgets
@@ -238,7 +239,36 @@ def _project(p, i: int, departments: set[str]) -> Project:
         node_pools=tuple(p.get("node_pools") or ()),
         department=dept,
         order=1000 + i,
+        user_limits=_user_limits(p.get("user_limits", []), f"{where}.user_limits"),
     )
+
+
+def _user_limits(specs, where: str) -> tuple[UserLimit, ...]:
+    """`projects[].user_limits`: per-user limits (R21.1-R21.3); an entry without `user` is the
+    project default, one with `user` that user's override."""
+    _require(isinstance(specs, list), f"{where}: must be a list")
+    known = {"user", "max_gpus", "max_running", "max_interactive"}
+    limits = []
+    for i, spec in enumerate(specs):
+        _require(isinstance(spec, dict), f"{where}[{i}]: must be an object")
+        unknown = set(spec) - known
+        _require(not unknown, f"{where}[{i}]: unknown field(s) {', '.join(sorted(unknown))}")
+        counts = {}
+        for key in ("max_running", "max_interactive"):
+            value = spec.get(key)
+            _require(
+                value is None or (isinstance(value, int) and value >= 0),
+                f"{where}[{i}].{key}: must be a whole number of at least 0",
+            )
+            counts[key] = value
+        limits.append(
+            UserLimit(
+                user=str(spec.get("user", "")),
+                max_gpus=_number(spec.get("max_gpus"), f"{where}[{i}].max_gpus", 0, True),
+                **counts,
+            )
+        )
+    return tuple(limits)
 
 
 def _policy(data: dict) -> Policy:
