@@ -239,27 +239,45 @@ def suspend(api: client.ApiClient, namespace: str, pods_found: list[client.V1Pod
 
 def resume(api: client.ApiClient) -> int:
     """Resume each Job `suspend` suspended once the Job controller has taken its pods away
-    (its `Suspended` condition is True and no pod is active); a Job someone else resumed
-    meanwhile only loses the label. How many are still waiting for their pods to go."""
+    (its `Suspended` condition is True and no pod is active), or once it finished meanwhile
+    (a pod that succeeded after the suspension may end a Job of no completions); a Job someone
+    else resumed meanwhile only loses the label. The Job's pods Allot placed that ended instead
+    of being deleted are deleted then, as a stop deletes a job's pods. How many Jobs are still
+    waiting for their pods to go."""
     batch = client.BatchV1Api(api)
     waiting = 0
     for job in batch.list_job_for_all_namespaces(label_selector=EVICTING,
                                                  _request_timeout=10).items:  # fmt: skip
         status = job.status
-        suspended = any(c.type == "Suspended" and c.status == "True"
-                        for c in (status.conditions if status else None) or ())  # fmt: skip
-        if job.spec.suspend and not (suspended and not (status and status.active)):
+        conditions = (status.conditions if status else None) or ()
+        suspended = any(c.type == "Suspended" and c.status == "True" for c in conditions)
+        finished = any(c.type in ("Complete", "Failed") and c.status == "True"
+                       for c in conditions)  # fmt: skip
+        if job.spec.suspend and not finished and not (suspended and not (status and status.active)):
             waiting += 1  # its pods are not gone yet
             continue
+        namespace = job.metadata.namespace
+        _delete_ended(api, namespace, job.metadata.uid)
+        again = {"suspend": False} if job.spec.suspend and not finished else {}
         patch = {"metadata": {"labels": {EVICTING: None}, "annotations": {EVICTING: None}},
-                 "spec": {"suspend": False} if job.spec.suspend else {}}  # fmt: skip
+                 "spec": again}  # fmt: skip
         try:
-            batch.patch_namespaced_job(job.metadata.name, job.metadata.namespace, patch,
+            batch.patch_namespaced_job(job.metadata.name, namespace, patch,
                                        _request_timeout=10)  # fmt: skip
         except ApiException as exc:
             if exc.status != 404:
                 raise
     return waiting
+
+
+def _delete_ended(api: client.ApiClient, namespace: str, uid: str) -> None:
+    """Delete the Job's pods Allot placed (labelled with a job) that have ended."""
+    core = client.CoreV1Api(api)
+    selector = f"batch.kubernetes.io/controller-uid={uid},allot.io/job"
+    for pod in core.list_namespaced_pod(namespace, label_selector=selector,
+                                        _request_timeout=10).items:  # fmt: skip
+        if pod.status.phase in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp:
+            pods.delete_pod(core, namespace, pod.metadata.name, 0)
 
 
 def _scheduled_message(pod: dict) -> str | None:

@@ -303,6 +303,7 @@ class FakeBatch:
     def __init__(self, *jobs):
         self.jobs = {j["metadata"]["name"]: j for j in jobs}
         self.patches: list[tuple[str, dict]] = []
+        self.listed: list[str] = []  # pod label selectors
 
     def _model(self, body):
         return model(body, client.V1Job)
@@ -314,6 +315,10 @@ class FakeBatch:
 
     def patch_namespaced_job(self, name, namespace, body, **_):
         self.patches.append((name, body))
+
+    def list_namespaced_pod(self, namespace, label_selector, **_):
+        self.listed.append(label_selector)
+        return client.V1PodList(items=[])
 
     def list_job_for_all_namespaces(self, label_selector, **_):
         return client.V1JobList(
@@ -353,6 +358,7 @@ def fake_batch(monkeypatch):
     def use(*jobs) -> FakeBatch:
         made.append(FakeBatch(*jobs))
         monkeypatch.setattr(adopt.client, "BatchV1Api", lambda api: made[-1])
+        monkeypatch.setattr(adopt.client, "CoreV1Api", lambda api: made[-1])
         return made[-1]
 
     return use
@@ -396,4 +402,5 @@ def test_a_suspended_job_is_resumed_once_its_controller_took_its_pods_away(fake_
     assert adopt.resume(None) == 2  # still waiting: going, unseen
     ((name, patch),) = batch.patches
     assert name == "gone" and patch["spec"] == {"suspend": False}
+    assert batch.listed == ["batch.kubernetes.io/controller-uid=uid-Job-gone,allot.io/job"]
     assert patch["metadata"]["labels"] == {adopt.EVICTING: None}
