@@ -5,7 +5,9 @@
   (`pods/binding`). All of the gang or none: when a bind fails, the pods bound in that attempt
   are deleted (their owner makes new ones, which wait for Allot again) and the others unlabelled.
   A pod already bound where the plan says counts as done, so a start is idempotent.
-- `stop` deletes the job's pods, found by its labels in the workload's namespace.
+- `stop` evicts the job's pods, found by its labels in the workload's namespace: a batch/v1 Job
+  that owns them all and has no owner of its own is suspended (`suspend`) and later resumed
+  (`resume`), as Kueue evicts; any other pod is marked `DisruptionTarget` and deleted.
 - `explain` posts an Event (reason `AllotWaiting`, from `allot`) on each unbound pod of a waiting
   workload and sets its `PodScheduled` condition False (reason `Unschedulable`) with the text,
   as kube-scheduler does, when the text changes: the pod's condition is the memory, so an agent
@@ -35,6 +37,7 @@ CONDITION_REASON = "Unschedulable"
 COMPONENT = "allot"
 EXPLAIN_LIMIT = 200  # pods told per call: bounded work per cycle, the rest next cycle
 LABELS = ("allot.io/project", "allot.io/job", "allot.io/pod-index")
+EVICTING = "allot.io/evicting"  # on a Job suspended to evict its pods, until it is resumed
 
 
 def _now() -> str:
@@ -144,17 +147,25 @@ def _quietly(call, *args) -> None:
 
 
 def stop(api: client.ApiClient, project: str, name: str, namespace: str,
-         grace_period_s: int) -> None:  # fmt: skip
+         grace_period_s: int) -> bool:  # fmt: skip
     """Evict the job's pods in the workload's namespace (by label): their owner recreates them,
     and they wait for Allot again.
 
     Each pod first gets the condition `DisruptionTarget` (reason `PreemptionByScheduler`), as
     kube-scheduler marks the pods it preempts, then is deleted: a Job whose `podFailurePolicy`
-    ignores disruptions does not count the eviction against its `backoffLimit` and makes the new
-    pod at once (without it, the Job controller waits its back-off: 10 s doubling)."""
+    ignores disruptions does not count the eviction against its `backoffLimit`. The Job controller
+    still waits its back-off (10 s doubling per failed pod, up to 10 min) before it makes new
+    ones, ignored failures included (kubernetes#119378): a Job's pods are therefore evicted by
+    suspending the Job instead (`suspend`)."""
     core = client.CoreV1Api(api)
     selector = pods.selector(project, name)
-    for pod in core.list_namespaced_pod(namespace, label_selector=selector).items:
+    found = core.list_namespaced_pod(namespace, label_selector=selector).items
+    if suspend(api, namespace, found, f"{project}/{name}"):
+        for pod in found:  # the Job controller deletes the live ones; the ended hold nothing
+            if pod.status.phase in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp:
+                pods.delete_pod(core, namespace, pod.metadata.name, grace_period_s)
+        return True
+    for pod in found:
         if pod.metadata.deletion_timestamp is not None:
             continue
         condition = {"type": "DisruptionTarget", "status": "True",
@@ -171,6 +182,102 @@ def stop(api: client.ApiClient, project: str, name: str, namespace: str,
     pods.delete_labelled(core.delete_collection_namespaced_pod, core.list_namespaced_pod,
                          core.delete_namespaced_pod, namespace, selector,
                          grace_period_seconds=grace_period_s)  # fmt: skip
+    return False
+
+
+def _job_of(pods_found: list[client.V1Pod]) -> tuple[str, str] | None:
+    """(name, uid) of the batch/v1 Job that controls every one of the pods; None when there
+    are none, or another owner (or none) controls one of them."""
+    owners = set()
+    for pod in pods_found:
+        refs = [ref for ref in pod.metadata.owner_references or () if ref.controller]
+        if len(refs) != 1 or refs[0].kind != "Job" or refs[0].api_version != "batch/v1":
+            return None
+        owners.add((refs[0].name, refs[0].uid))
+    return owners.pop() if len(owners) == 1 else None
+
+
+def suspend(api: client.ApiClient, namespace: str, pods_found: list[client.V1Pod],
+            what: str) -> bool:  # fmt: skip
+    """Evict the pods by suspending the batch/v1 Job that owns them all, when that Job has no
+    owner of its own (a JobSet's Jobs are its controller's to suspend) and has not finished (a
+    finished Job's controller deletes nothing): the Job controller
+    deletes its pods itself, counting no failure and no back-off, and makes new ones as soon
+    as `resume` lets it (Kueue evicts the same way; the Job's `startTime` starts again). The
+    Job is labelled `EVICTING` so that the resume is found after a restart. True when the
+    Job is suspended now (False: evict pod by pod)."""
+    found = _job_of(pods_found)
+    if found is None:
+        return False
+    name, uid = found
+    batch = client.BatchV1Api(api)
+    try:
+        job = batch.read_namespaced_job(name, namespace, _request_timeout=10)
+    except ApiException as exc:
+        if exc.status in (403, 404):  # gone, or a role that may not: evict pod by pod
+            return False
+        raise
+    if job.metadata.uid != uid or any(
+        ref.controller for ref in job.metadata.owner_references or ()
+    ):
+        return False
+    if any(c.type in ("Complete", "Failed") and c.status == "True"
+           for c in (job.status.conditions if job.status else None) or ()):  # fmt: skip
+        return False  # a finished Job's controller deletes nothing
+    patch = {"metadata": {"labels": {EVICTING: "true"},
+                          "annotations": {EVICTING: f"{what} at {_now()}"}},
+             "spec": {"suspend": True}}  # fmt: skip
+    try:
+        batch.patch_namespaced_job(name, namespace, patch, _request_timeout=10)
+    except ApiException as exc:
+        if exc.status in (403, 404):
+            return False
+        raise
+    logger.info("evicting %s: Job %s/%s suspended until its pods are gone", what, namespace, name)
+    return True
+
+
+def resume(api: client.ApiClient) -> int:
+    """Resume each Job `suspend` suspended once the Job controller has taken its pods away
+    (its `Suspended` condition is True and no pod is active), or once it finished meanwhile
+    (a pod that succeeded after the suspension may end a Job of no completions); a Job someone
+    else resumed meanwhile only loses the label. The Job's pods Allot placed that ended instead
+    of being deleted are deleted then, as a stop deletes a job's pods. How many Jobs are still
+    waiting for their pods to go."""
+    batch = client.BatchV1Api(api)
+    waiting = 0
+    for job in batch.list_job_for_all_namespaces(label_selector=EVICTING,
+                                                 _request_timeout=10).items:  # fmt: skip
+        status = job.status
+        conditions = (status.conditions if status else None) or ()
+        suspended = any(c.type == "Suspended" and c.status == "True" for c in conditions)
+        finished = any(c.type in ("Complete", "Failed") and c.status == "True"
+                       for c in conditions)  # fmt: skip
+        if job.spec.suspend and not finished and not (suspended and not (status and status.active)):
+            waiting += 1  # its pods are not gone yet
+            continue
+        namespace = job.metadata.namespace
+        _delete_ended(api, namespace, job.metadata.uid)
+        again = {"suspend": False} if job.spec.suspend and not finished else {}
+        patch = {"metadata": {"labels": {EVICTING: None}, "annotations": {EVICTING: None}},
+                 "spec": again}  # fmt: skip
+        try:
+            batch.patch_namespaced_job(job.metadata.name, namespace, patch,
+                                       _request_timeout=10)  # fmt: skip
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    return waiting
+
+
+def _delete_ended(api: client.ApiClient, namespace: str, uid: str) -> None:
+    """Delete the Job's pods Allot placed (labelled with a job) that have ended."""
+    core = client.CoreV1Api(api)
+    selector = f"batch.kubernetes.io/controller-uid={uid},allot.io/job"
+    for pod in core.list_namespaced_pod(namespace, label_selector=selector,
+                                        _request_timeout=10).items:  # fmt: skip
+        if pod.status.phase in ("Succeeded", "Failed") and not pod.metadata.deletion_timestamp:
+            pods.delete_pod(core, namespace, pod.metadata.name, 0)
 
 
 def _scheduled_message(pod: dict) -> str | None:

@@ -110,6 +110,8 @@ class KubernetesAgent:
         self._owners = external.Owners(self.api, monotonic=monotonic)  # issue 33
         self._members: dict[str, str] = {}  # external pod uid -> its workload's uid
         self._told: dict[str, str] = {}  # external pod uid -> what `explain` last told it
+        self._suspended = True  # Jobs suspended to evict their pods may wait (`adopt.resume`);
+        # True at first: an agent that stopped in between may have left one
         self.problem = ""  # why the cluster cannot be seen ("" when it can)
 
     # ------------------------------------------------------------------ back-off (whole agent)
@@ -202,6 +204,7 @@ class KubernetesAgent:
                 self._nodes = tuple(inventory(self.api, self.config))
                 self._nodes_at = self.monotonic()
             self._catch_up()
+            self._resume()
             self._free_reservations()
             self._sweep()
         except Unreachable:
@@ -388,7 +391,9 @@ class KubernetesAgent:
             spec = self._stopping.get(key)
         try:
             if spec is not None and spec.external is not None:
-                adopt.stop(self.api, *key, spec.external.namespace, self.config.grace_period_s)
+                if adopt.stop(self.api, *key, spec.external.namespace,
+                              self.config.grace_period_s):  # fmt: skip
+                    self._suspended = True
             else:
                 pods.stop_job(self.api, *key, grace_period_s=self.config.grace_period_s, job=spec)
                 if spec is None:
@@ -412,7 +417,8 @@ class KubernetesAgent:
             if _job_key(pod) == key and not external.managed(pod)
         } - {home}
         for namespace in sorted(namespaces):
-            adopt.stop(self.api, *key, namespace, self.config.grace_period_s)
+            if adopt.stop(self.api, *key, namespace, self.config.grace_period_s):
+                self._suspended = True
 
     def _stop_failed(self, key: JobKey, exc: Exception) -> None:
         """Back the stop off, or give it up when no retry can help (issue 25 item 1): a moving
@@ -537,6 +543,17 @@ class KubernetesAgent:
         except Exception as exc:
             self._tolerate("listing Allot's Services and Ingresses", exc)
             return None
+
+    def _resume(self) -> None:
+        """Resume the Jobs suspended to evict their pods once those are gone (`adopt.resume`):
+        their Job controller recreates the pods, which wait for Allot again. Listed only while
+        one may wait, and every `sweep_interval_s`."""
+        if not self._suspended and self.monotonic() - self._swept_at < self.config.sweep_interval_s:
+            return
+        try:
+            self._suspended = adopt.resume(self.api) > 0
+        except Exception as exc:
+            self._tolerate("resuming the Jobs suspended to evict their pods", exc)
 
     def _free_reservations(self) -> None:
         """Delete reservation pods whose shared device no fractional pod has used for a while."""

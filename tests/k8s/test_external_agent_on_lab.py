@@ -165,6 +165,52 @@ def test_a_stop_deletes_the_pods_and_their_owner_makes_new_ones(portal_on_lab, a
     assert spec.key not in agent.observe().jobs
 
 
+def test_a_stop_of_a_job_suspends_it_and_a_restarted_agent_resumes_it(portal_on_lab, allot_lab,
+                                                                       ns):  # fmt: skip
+    """A Job's pods are evicted by suspending the Job (as Kueue does): deleted pods would count
+    in the Job controller's back-off (10 s doubling per pod, ignored failures too), and 4 of
+    them held the replacements back 80 s. The agent that suspended it may stop before it
+    resumes it: the next one finds the Job by its label and resumes it."""
+    from portal.scheduling import agent as agent_module
+
+    agent, core = portal_on_lab, allot_lab.core
+    batch = client.BatchV1Api(allot_lab.api_client)
+    client.BatchV1Api(allot_lab.api_client).create_namespaced_job(ns, {
+        "metadata": {"name": "train"},
+        "spec": {"parallelism": 4, "completions": 4,
+                 "template": {**template(), "metadata": {"labels": {
+                     "app": "ext", "allot.io/lab-keep-running": "yes"}}}},
+    })  # fmt: skip
+    eventually(lambda: len(workloads(agent, ns, 1)[0].pods) == 4, "the Job's 4 pods")
+    spec = _start(agent, ns, "train", 4)
+    agent.start(spec)
+
+    def running():
+        status = agent.observe().jobs.get(spec.key)
+        return status if status is not None and status.phase == "Running" else None
+
+    eventually(running, "the adopted pods Running")
+    old = {p.metadata.uid for p in core.list_namespaced_pod(ns).items}
+    agent.stop(*spec.key)
+    job = batch.read_namespaced_job("train", ns)
+    assert job.spec.suspend and job.metadata.labels["allot.io/evicting"] == "true"
+    agent.close()  # the agent stops before it resumes the Job
+    agent_module._agent = None
+    fresh = agent_module.get_agent()
+
+    def recreated():
+        fresh.observe()
+        pods = core.list_namespaced_pod(ns).items
+        new = [p for p in pods if p.metadata.uid not in old]
+        return len(new) == 4 and not [p for p in pods if p.metadata.uid in old]
+
+    eventually(recreated, "the Job resumed and its 4 new pods made", 30)
+    job = batch.read_namespaced_job("train", ns)
+    assert not job.spec.suspend and "allot.io/evicting" not in (job.metadata.labels or {})
+    assert not job.status.failed  # the evicted pods count as no failure
+    assert not any(p.spec.node_name for p in core.list_namespaced_pod(ns).items)
+
+
 def test_explain_posts_an_event_and_a_condition_once_per_text(portal_on_lab, allot_lab, ns):
     agent, core = portal_on_lab, allot_lab.core
     bare_pod(core, ns, "waits")

@@ -208,15 +208,36 @@ def test_reclaim_evicts_an_external_borrower_for_a_project_under_its_quota(rest,
         return len([p for p in pods if p.spec.node_name and p.status.phase == "Running"]) == 16
 
     settle_until(rest, borrowed, "16 borrowed")
+    evicted = {p.metadata.uid for p in pods_of(kube.core, namespace)}
     rest.submit("owner", "mine", 8)
     job = rest.status_becomes("owner", "mine", "Running", timeout=90)
     assert job["status"] == "Running"
     borrow = rest.job("lender", "borrow")
     assert borrow["status"] == "Pending"
 
-    # its pods were evicted: none of them is bound any more (the replacements the Job controller
-    # makes wait unbound; on the lab it had made none 150 s later: see the note)
+    # its pods were evicted: none of them is bound any more
     assert not [p for p in pods_of(kube.core, namespace) if p.spec.node_name]
+
+    # the Job controller recreates them (new uids) within seconds, not after its back-off (10 s
+    # doubling per failed pod, ignored ones included: 16 evicted pods made it wait 10 min); they
+    # wait, unbound, and say why
+    def recreated():
+        rest.settle()
+        pods = pods_of(kube.core, namespace, **{"job-name": "borrow"})
+        new = [p for p in pods if p.metadata.uid not in evicted]
+        return new if len(new) == 16 else None
+
+    replacements = eventually(recreated, "the Job's 16 replacement pods", timeout=60)
+    assert all(p.status.phase == "Pending" and not p.spec.node_name for p in replacements)
+    first = replacements[0].metadata.name
+    settle_until(rest, lambda: any("lender/borrow waits: " in message
+                                   for message in events_of(kube.core, namespace, first)),
+                 "the waiting reason in a replacement's Events")  # fmt: skip
+    assert rest.job("owner", "mine")["status"] == "Running"
+    assert rest.job("lender", "borrow")["status"] == "Pending"
+    borrow_job = kube.batch.read_namespaced_job("borrow", namespace)
+    assert not borrow_job.spec.suspend and not borrow_job.status.failed  # resumed, no failure
+    assert "allot.io/evicting" not in (borrow_job.metadata.labels or {})
 
 
 def test_a_pod_in_a_namespace_of_no_project_waits_with_an_event_saying_why(rest, kube):

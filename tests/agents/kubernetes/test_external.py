@@ -4,7 +4,10 @@ reads them, the pods the watch keeps, and the device check of issue 40 on the fa
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobSpec, PodSpec
@@ -291,3 +294,113 @@ def test_a_pod_labelled_with_another_projects_job_neither_fails_it_nor_hides_its
     assert seen.phase == "Running" and len(seen.pods) == 1
     nodes = {n.name: n for n in agent.observe().nodes}
     assert nodes["dgx1-2"].outside_gpus == 2 and nodes["dgx1-1"].outside_gpus == 0
+
+
+# ---------------------------------------------------------------------- eviction by suspension
+class FakeBatch:
+    """BatchV1Api's Job calls `adopt.suspend` and `adopt.resume` make, on a dict of Jobs."""
+
+    def __init__(self, *jobs):
+        self.jobs = {j["metadata"]["name"]: j for j in jobs}
+        self.patches: list[tuple[str, dict]] = []
+        self.listed: list[str] = []  # pod label selectors
+
+    def _model(self, body):
+        return model(body, client.V1Job)
+
+    def read_namespaced_job(self, name, namespace, **_):
+        if name not in self.jobs:
+            raise ApiException(status=404)
+        return self._model(self.jobs[name])
+
+    def patch_namespaced_job(self, name, namespace, body, **_):
+        self.patches.append((name, body))
+
+    def list_namespaced_pod(self, namespace, label_selector, **_):
+        self.listed.append(label_selector)
+        return client.V1PodList(items=[])
+
+    def list_job_for_all_namespaces(self, label_selector, **_):
+        return client.V1JobList(
+            items=[
+                self._model(j)
+                for j in self.jobs.values()
+                if label_selector in j["metadata"].get("labels", {})
+            ]
+        )
+
+
+class _Answer:
+    def __init__(self, body: dict):
+        self.data = json.dumps(body)
+
+
+def model(body: dict, kind):
+    """`body` as the client's model `kind`, as it deserializes an API answer."""
+    return client.ApiClient().deserialize(_Answer(body), kind)
+
+
+def v1pods(*dicts):
+    return [model(d, client.V1Pod) for d in dicts]
+
+
+def batch_job(name: str, parent: dict | None = None, **status) -> dict:
+    made = owner("Job", name, parent=parent, spec={"suspend": False, "template": {}})
+    made["metadata"]["namespace"] = "team-x"
+    made["status"] = status
+    return made
+
+
+@pytest.fixture
+def fake_batch(monkeypatch):
+    made: list[FakeBatch] = []
+
+    def use(*jobs) -> FakeBatch:
+        made.append(FakeBatch(*jobs))
+        monkeypatch.setattr(adopt.client, "BatchV1Api", lambda api: made[-1])
+        monkeypatch.setattr(adopt.client, "CoreV1Api", lambda api: made[-1])
+        return made[-1]
+
+    return use
+
+
+def test_a_jobs_pods_are_evicted_by_suspending_the_job_and_labelling_it(fake_batch):
+    train = batch_job("train")
+    batch = fake_batch(train)
+    found = v1pods(pod("train-a", train, node="n1"), pod("train-b", train))
+    assert adopt.suspend(None, "team-x", found, "p/train")
+    ((name, patch),) = batch.patches
+    assert name == "train" and patch["spec"] == {"suspend": True}
+    assert patch["metadata"]["labels"] == {adopt.EVICTING: "true"}
+
+
+@pytest.mark.parametrize("case", ["jobset", "finished", "replicaset", "two-jobs", "gone"])
+def test_pods_the_job_controller_would_not_take_away_are_deleted_instead(fake_batch, case):
+    """A JobSet's Job (its controller resumes it), a finished Job (its controller deletes
+    nothing), pods of a ReplicaSet or of two Jobs, a Job gone: not suspended."""
+    jobset = owner("JobSet", "set", api="jobset.x-k8s.io/v1alpha2")
+    train = batch_job("train", parent=jobset if case == "jobset" else None)
+    if case == "finished":
+        train["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+    other = owner("ReplicaSet", "rs", api="apps/v1") if case == "replicaset" else batch_job("b")
+    batch = fake_batch(*([] if case == "gone" else [train]))
+    second = other if case in ("replicaset", "two-jobs") else train
+    found = v1pods(pod("a", train, node="n1"), pod("b", second, node="n1"))
+    assert not adopt.suspend(None, "team-x", found, "p/train")
+    assert batch.patches == []
+
+
+def test_a_suspended_job_is_resumed_once_its_controller_took_its_pods_away(fake_batch):
+    labels = {adopt.EVICTING: "true"}
+    going = batch_job("going", active=2, conditions=[{"type": "Suspended", "status": "True"}])
+    unseen = batch_job("unseen")  # the controller has not seen the suspension yet
+    gone = batch_job("gone", conditions=[{"type": "Suspended", "status": "True"}])
+    for made in (going, unseen, gone):
+        made["metadata"]["labels"] = labels
+        made["spec"]["suspend"] = True
+    batch = fake_batch(going, unseen, gone)
+    assert adopt.resume(None) == 2  # still waiting: going, unseen
+    ((name, patch),) = batch.patches
+    assert name == "gone" and patch["spec"] == {"suspend": False}
+    assert batch.listed == ["batch.kubernetes.io/controller-uid=uid-Job-gone,allot.io/job"]
+    assert patch["metadata"]["labels"] == {adopt.EVICTING: None}
