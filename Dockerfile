@@ -22,7 +22,7 @@ RUN SECRET_KEY=collectstatic-only DEBUG=0 DATABASE_URL=sqlite:////tmp/build.sqli
     && chown -R allot:allot /app/var /tmp/beat
 
 # Unprivileged, so no researcher's notebook runs in here: compose ships ALLOT_SIM_JUPYTER=0, and a
-# portal that is not root refuses local sessions (README, "Security").
+# portal that is not root refuses local sessions (docs/security.md).
 USER allot
 EXPOSE 8000
 CMD ["gunicorn", "portal.asgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "uvicorn_worker.UvicornWorker", "--workers", "4"]

@@ -18,17 +18,17 @@ $(STAMP): requirements.txt requirements-dev.txt
 
 # The embedded default: SQLite in var/, in-memory channel layer, the cycle and the simulated
 # agent inside the web process. No Docker, PostgreSQL or Redis.
-# One person's trial: Jupyter sessions may run as your own user (not root: README, "Security").
+# One person's trial: Jupyter sessions may run as your own user (not root: docs/security.md).
 # `make run PORT=8123 HOST=0.0.0.0` serves elsewhere; users get the portal's own error pages
 # (DEBUG=0 over plain HTTP, a secret key kept in var/secret_key); `make run DEBUG=1` is the
 # developer's switch to Django's debug pages.
 PORT ?= 8000
-# Simulated training jobs finish after a run time drawn from the Philly trace (README, "Demo").
+# Simulated training jobs finish after a run time drawn from the Philly trace (README, first lines).
 DEMO ?= 1
 HOST ?= 127.0.0.1
 DEBUG ?= 0
 ALLOWED_HOSTS ?= 127.0.0.1,localhost,$(HOST)
-# Notebooks on origins of their own (README, "Security"): every *.localhost name reaches this
+# Notebooks on origins of their own (docs/security.md): every *.localhost name reaches this
 # machine in browsers; serving others, give a wildcard name, e.g. SESSIONS_ORIGIN=http://*.nb.lab:8000.
 SESSIONS_ORIGIN ?= http://*.localhost:$(PORT)
 PORTAL_URL ?= http://$(HOST):$(PORT)
@@ -61,7 +61,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 
 replay: $(STAMP)
-	$(PY) -m scheduler_tools.replay ../shared/scenarios/tr4858.json
+	$(PY) -m scheduler_tools.replay tests/fixtures/tr4858.json
 
 bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario fill --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --json

@@ -42,8 +42,8 @@ class JobSpec:
 
     `started_at` is when the scheduler started the job (timezone-aware); phases, progress and
     logs are measured from it. `sim_duration_s` tells the simulated agent how long the job runs
-    (None: until it is stopped); real agents ignore it. `cpu_millis` and `memory_mib` are each
-    pod's requests (0: none), `cpu_limit_millis` and `memory_limit_mib` its limits (None: none),
+    (None: until it is stopped); real agents ignore it. `cpu_millis` and `memory_bytes` are each
+    pod's requests (0: none), `cpu_limit_millis` and `memory_limit_bytes` its limits (None: none),
     as Kubernetes' resources.requests and limits (issue 26).
     """
 
@@ -64,9 +64,9 @@ class JobSpec:
     user: str = ""
     volumes: tuple[tuple[str, str, bool], ...] = ()  # (PVC name, mount path, read-only)
     cpu_millis: int = 0
-    memory_mib: int = 0
+    memory_bytes: int = 0
     cpu_limit_millis: int | None = None
-    memory_limit_mib: int | None = None
+    memory_limit_bytes: int | None = None
     external: ExternalRef | None = None  # a workload another tool made (issue 33): bind its pods
 
     @property
@@ -116,11 +116,11 @@ class Workload:
     pods: tuple[ExternalPod, ...]
     created_at: datetime
     gpus: float = 0.0
-    gpu_memory_mib: int | None = None
+    gpu_memory_bytes: int | None = None
     cpu_millis: int = 0
-    memory_mib: int = 0
+    memory_bytes: int = 0
     cpu_limit_millis: int | None = None
-    memory_limit_mib: int | None = None
+    memory_limit_bytes: int | None = None
     type: str = "train"
     user: str = ""  # who made it, when the cluster says (an annotation); "" otherwise
     complete: bool = False
@@ -167,7 +167,7 @@ class JobStatus:
 class NodeStatus:
     """A node as the cluster sees it: readiness and per-device utilization (0..1).
 
-    From an inventory (issue 26): `cpu_millis` and `memory_mib` allocatable to pods (None: not
+    From an inventory (issue 26): `cpu_millis` and `memory_bytes` allocatable to pods (None: not
     reported), and `failed_devices`, the GPU indexes out of service (None: not reported, which
     leaves what is recorded as it is; () : none failed)."""
 
@@ -177,17 +177,17 @@ class NodeStatus:
     simulated: bool = False
     gpus: int | None = None  # what the cluster says the node has (None: not reported)
     gpu_product: str = ""
-    gpu_memory_mib: int | None = None
+    gpu_memory_bytes: int | None = None
     pool: str = ""
     schedulable: bool = True
     cpu_millis: int | None = None
-    memory_mib: int | None = None
+    memory_bytes: int | None = None
     failed_devices: tuple[int, ...] | None = None
     # What live pods Allot did not place hold on this node (other schedulers, DaemonSets, static
     # pods), as KAI counts every bound pod (issue 33): their requests, summed.
     outside_gpus: int = 0
     outside_cpu_millis: int = 0
-    outside_memory_mib: int = 0
+    outside_memory_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,18 @@ def session_path(project: str, name: str) -> str:
     return f"/sessions/{project}/{name}/"
 
 
+def way_back(portal_url: str, project: str, name: str) -> dict:
+    """JupyterLab's settings that lead back to the portal from the lab (issue 34 item 7: no way
+    back to the portal from it), as JupyterHub's do: with `hubHost` and `hubPrefix` in its page
+    config, JupyterLab's own hub extension puts "Hub Control Panel" in the File menu (opening
+    `<hubHost><hubPrefix>home`) and, when the server is gone, offers to restart it at
+    `<hubPrefix>spawn`; the portal answers both with the job's page (`portal/web/urls.py`).
+    `portal_url` is the portal's origin when notebooks have one of their own, else "" (the
+    same origin)."""
+    prefix = f"/jobs/{project}/{name}/hub/"
+    return {"page_config_data": {"hubHost": portal_url, "hubPrefix": prefix}}
+
+
 def session_key(project: str, name: str) -> str:
     """The one name of a job's session files: `project.name`. A dot is in no DNS label, so no
     two (project, job) pairs share it - `project--name` did: job `vision--nb` of `ml` and job
@@ -234,6 +246,7 @@ class LocalSessions:
         *,
         python: str | None = None,
         single_user: bool = False,
+        portal_url: str = "",
         private: Iterable[Path | str] = (),
         workspaces: Path | str | None = None,
         guarded: Iterable[str] | None = None,
@@ -245,6 +258,7 @@ class LocalSessions:
         # (PYTHONPATH, PYTHONSTARTUP, a user site): only its kernels get those (issue 32)
         self.command = tuple(command or (self.python, "-I", "-c", LAUNCH_LAB))
         self.single_user = single_user
+        self.portal_url = portal_url.rstrip("/")
         self.private = tuple(Path(path).absolute() for path in private)
         self.guarded = None if guarded is None else firewall.services(*guarded)
         self._guard_lock = threading.Lock()
@@ -472,6 +486,7 @@ class LocalSessions:
             "--ServerApp.port_retries=0",  # a server on another port than ours is unreachable
             "--LabApp.news_url=",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--ServerApp.tornado_settings={json.dumps(way_back(self.portal_url, project, name))}",
         ]
         try:
             with _open_private(self._log(project, name)) as log:

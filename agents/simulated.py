@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from typing import NoReturn
 
 from .base import JobKey, JobSpec, JobStatus, NodeStatus, NoShell, Observation, Phase, PodStatus
@@ -341,10 +342,18 @@ def _log_lines(job: JobSpec, now: datetime, delay_s: float, tail: int) -> list[s
     return lines[-tail:]
 
 
+def share_text(share: float) -> str:
+    """A device share as every page spells GPUs (portal/core/formats.py, issue 34 item 11: two
+    decimals rounded half up, no trailing zeros, 0.625 -> "0.63"; agents import nothing of the
+    portal, tests/test_one_spelling_everywhere.py holds them equal)."""
+    cents = Decimal(str(share)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return f"{cents:f}".rstrip("0").rstrip(".")
+
+
 def _banner(job: JobSpec, start: datetime) -> list[str]:
     nodes = ", ".join(
         f"{pod.node} GPU {','.join(map(str, pod.devices)) or '-'}"
-        + (f" ({pod.share:.2f})" if pod.share < 1 else "")
+        + (f" ({share_text(pod.share)})" if pod.share < 1 else "")
         for pod in job.placement
     )
     image = job.image or "(default image)"

@@ -67,7 +67,7 @@ def setup_django() -> None:
 FILL_ROLLUPS = """
 INSERT INTO jobs_usagerollup (resolution_s, bucket, project_id, samples, quota_sum,
     fair_share_sum, allocated_sum, running_sum, pending_sum, utilization_sum,
-    utilization_samples, idle_sum, cpu_millis_sum, memory_mib_sum, simulated)
+    utilization_samples, idle_sum, cpu_millis_sum, memory_bytes_sum, simulated)
 SELECT r.res, b, p.id, r.res / 10, 4.0 * r.res / 10, 4.5 * r.res / 10,
        (random() * 8) * r.res / 10, (random() * 8) * r.res / 10, (random() * 3) * r.res / 10,
        (0.5 + random() / 2) * r.res / 10, r.res / 10, random() * r.res / 10,
@@ -80,7 +80,7 @@ CROSS JOIN LATERAL generate_series(
 """
 FILL_SAMPLES = """
 INSERT INTO jobs_usagesample (time, project_id, quota, fair_share, allocated_gpus, running_jobs,
-    pending_jobs, utilization, idle_gpus, allocated_cpu_millis, allocated_memory_mib, simulated)
+    pending_jobs, utilization, idle_gpus, allocated_cpu_millis, allocated_memory_bytes, simulated)
 SELECT t, p.id, 4, 4.5, random() * 8, (random() * 8)::int, (random() * 3)::int,
        0.5 + random() / 2, random(), (random() * 64000)::bigint, (random() * 524288)::bigint, true
 FROM tenancy_project p

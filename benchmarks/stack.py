@@ -73,7 +73,7 @@ class Stack:
             LOG_LEVEL="WARNING",
             PYTHONPATH=str(ROOT),
             # the scale shapes submit 4,000 jobs as one user: past the per-user limits a lab
-            # keeps by default (README, "What one researcher may queue")
+            # keeps by default (docs/security.md, "What one researcher may queue")
             ALLOT_SUBMIT_RATE="1000000/min",
             ALLOT_MAX_PENDING_PER_USER="1000000",
             ALLOT_MAX_PENDING_PER_PROJECT="1000000",

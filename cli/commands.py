@@ -15,8 +15,8 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
-from .tables import show
-from .usage import heading, usage_table
+from .tables import gpu_hours, gpus, show
+from .usage import budgets_table, heading, usage_table
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -191,9 +191,9 @@ def project_list(as_json):
         mark = " (default)" if p["name"] == default else ""
         table.add_row(
             p["name"] + mark,
-            f"{p['quota']:g}",
-            f"{p['allocated_gpus']:g}",
-            f"{p['fair_share']:g}",
+            f"{gpus(p['quota'])}",
+            f"{gpus(p['allocated_gpus'])}",
+            f"{gpus(p['fair_share'])}",
             str(p["running_jobs"]),
             str(p["pending_jobs"]),
         )
@@ -484,11 +484,12 @@ def list_jobs(project, all_projects, history, status, user, since, until, limit,
         status = j["status"] + (" (stuck)" if j.get("stuck") else "")
         table.add_row(j["name"], status, age(j["submitted_at"]), ", ".join(j["nodes"]) or "-",
                       j["image"] or "-", j["project"], j["user"] or made_by(j) or "-",
-                      f"{j['allocated_gpus']:g}/{j['gpus'] * j['pods']:g}", urls_of(j))  # fmt: skip
+                      f"{gpus(j['allocated_gpus'])}/{gpus(j['gpus'] * j['pods'])}",
+                      urls_of(j))  # fmt: skip
     show(table, out)
     used = sum(j["allocated_gpus"] for j in jobs)
     more = f" (the newest {len(jobs)} of {total}; --limit 0 for all)" if total > len(jobs) else ""
-    click.echo(f"\n{len(jobs)} job(s){more}, {used:g} GPU(s) in use", err=True)  # not for pipes
+    click.echo(f"\n{len(jobs)} job(s){more}, {gpus(used)} GPU(s) in use", err=True)  # not for pipes
 
 
 @cli.command()
@@ -505,8 +506,8 @@ def get(name, project, as_json):
         return
     click.echo(f"NAME: {job['name']}\nPROJECT: {job['project']}\nTYPE: {job['type']}")
     stuck = " (stuck: no new output or progress, see EVENTS)" if job.get("stuck") else ""
-    click.echo(f"STATUS: {job['status']}{stuck}\nGPUs: {job['gpus']:g} x {job['pods']} pod(s), "
-               f"allocated {job['allocated_gpus']:g}")  # fmt: skip
+    click.echo(f"STATUS: {job['status']}{stuck}\nGPUs: {gpus(job['gpus'])} x {job['pods']} pod(s), "
+               f"allocated {gpus(job['allocated_gpus'])}")  # fmt: skip
     click.echo(f"NODE(S): {', '.join(job['nodes']) or '-'}\nIMAGE: {job['image'] or '-'}")
     click.echo(f"PER POD: {resources_of(job)}")
     if job["status"] == "Pending":
@@ -550,7 +551,8 @@ def describe(kind_or_name, name, project, as_json):
         ("Type", job["type"]), ("Status", job["status"] + stuck),
         ("Image", job["image"] or "-"),
         *([("Made outside Allot", made_outside(job))] if job.get("external") else []),
-        ("GPUs", f"{job['gpus']:g} x {job['pods']} pod(s), allocated {job['allocated_gpus']:g}"),
+        ("GPUs", f"{gpus(job['gpus'])} x {job['pods']} pod(s), "
+                 f"allocated {gpus(job['allocated_gpus'])}"),
         ("Per pod", resources_of(job)), ("Node(s)", ", ".join(job["nodes"]) or "-"),
         ("Submitted", job.get("submitted_at") or "-"), ("Started", job.get("started_at") or "-"),
     ]  # fmt: skip
@@ -571,8 +573,8 @@ def describe(kind_or_name, name, project, as_json):
     for run in runs:
         started = run["started_at"][:19].replace("T", " ")
         table.add_row(str(run["number"]), started, span(run["duration_s"]),
-                      ", ".join(run["nodes"]) or "-", f"{run['gpus']:g}",
-                      f"{run['gpu_hours']:.2f}", run["end"] or "running",
+                      ", ".join(run["nodes"]) or "-", f"{gpus(run['gpus'])}",
+                      gpu_hours(run["gpu_hours"]), run["end"] or "running",
                       run["reason"] or "-")  # fmt: skip
     if runs:
         show(table, out)
@@ -715,12 +717,15 @@ def cpu_and_memory(cluster: dict) -> str:
     no node tracks them (or the portal predates them)."""
     figure = {
         key: cluster.get(key, 0)
-        for key in ("cpu_millis", "allocated_cpu_millis", "memory_mib", "allocated_memory_mib")
+        for key in ("cpu_millis", "allocated_cpu_millis", "memory_bytes", "allocated_memory_bytes")
     }
-    if not figure["cpu_millis"] and not figure["memory_mib"]:
+    if not figure["cpu_millis"] and not figure["memory_bytes"]:
         return ""
     cores = f"{figure['allocated_cpu_millis'] / 1000:g}/{figure['cpu_millis'] / 1000:g}"
-    gib = f"{figure['allocated_memory_mib'] / 1024:g}/{figure['memory_mib'] / 1024:g}"
+    used, total = (
+        round(figure[key] / 2**30, 2) for key in ("allocated_memory_bytes", "memory_bytes")
+    )
+    gib = f"{used:g}/{total:g}"
     return f"   CPU {cores} cores, MEMORY {gib} GiB"
 
 
@@ -733,8 +738,8 @@ def top_view(overview: dict):
     simulated = " (simulated cluster)" if overview.get("simulated") else ""
     tiles = Text(
         f"NODES {c['ready_nodes']}/{c['nodes']} ready   "
-        f"GPUs {c['allocated_gpus']:g}/{c['gpus']:g} allocated, {c['free_gpus']:g} free"
-        f" ({c['ready_gpus']:g} ready)   "
+        f"GPUs {gpus(c['allocated_gpus'])}/{gpus(c['gpus'])} allocated, {gpus(c['free_gpus'])} free"
+        f" ({gpus(c['ready_gpus'])} ready)   "
         f"RUNNING {c['running_jobs']}   PENDING {c['pending_jobs']}   "
         f"UTIL {percent(c.get('utilization'), c.get('utilization_simulated', False))}"
         f"{simulated}{cpu_and_memory(c)}"
@@ -743,9 +748,11 @@ def top_view(overview: dict):
                   box=None, pad_edge=False)  # fmt: skip
     for p in overview["projects"]:
         over = p.get("over_quota_gpus", max(p["allocated_gpus"] - p["quota"], 0))
-        allocated = f"{p['allocated_gpus']:g}" + (f" (+{over:g} over quota)" if over else "")
+        allocated = f"{gpus(p['allocated_gpus'])}" + (
+            f" (+{gpus(over)} over quota)" if over else ""
+        )
         util = percent(p.get("utilization"), p.get("utilization_simulated", False))
-        table.add_row(p["name"], f"{p['quota']:g}", f"{p['fair_share']:g}", allocated,
+        table.add_row(p["name"], f"{gpus(p['quota'])}", f"{gpus(p['fair_share'])}", allocated,
                       str(p["running_jobs"]), str(p["pending_jobs"]), util)  # fmt: skip
     return Lines(tiles, Text(""), table)
 
@@ -777,7 +784,9 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
     core-hours and memory GiB-hours beside them when runs held CPU or memory.
 
     Cluster admins see every team; others their own projects. USED is the GPU-hours weighted by
-    the measured utilization ("not measured" without one; "sim": synthetic)."""  # fmt: skip
+    the measured utilization ("not measured" without one; "sim": synthetic). The budgets one may
+    see follow (GET /api/v1/budgets/): used, left, and when each runs out at the current burn
+    rate."""  # fmt: skip
     params = {"group_by": group_by, "period": "month" if per == "month" else "day",
               "since": since, "until": until, "project": project, "user": user}  # fmt: skip
     params = {k: v for k, v in params.items() if v is not None}
@@ -794,6 +803,11 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
         return
     click.echo(heading(report))
     show(usage_table(report, per_period=per != "total"), out)
+    budgets = client.call("GET", "budgets/", params={"page_size": 1000})["results"]
+    budgets = [b for b in budgets if project in (None, b["project"])]
+    if budgets:
+        click.echo("\nBudgets left (GPU-hours of each budget's current window):")
+        show(budgets_table(budgets), out)
 
 
 @cli.command()

@@ -9,11 +9,37 @@ by padding to the widest value, a line per row.
 from __future__ import annotations
 
 import sys
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from rich.console import Console
 from rich.table import Table
 
 GAP = "   "
+CENT = Decimal("0.01")
+
+
+def _cents(value) -> Decimal | None:
+    try:
+        return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)  # str: 0.625 stays
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def gpus(value) -> str:
+    """GPUs as every page spells them (portal/core/formats.py, issue 34 item 11; the command
+    line imports nothing of the portal, tests/test_one_spelling_everywhere.py holds them equal):
+    two decimals rounded half up, no trailing zeros: 0.625 -> "0.63", 0.5 -> "0.5", 16 -> "16"."""
+    number = None if value is None else _cents(value)
+    if number is None:
+        return "-"
+    text = f"{number:f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def gpu_hours(value) -> str:
+    """GPU-hours with two decimals, half up: 0 -> "0.00", 0.0166 -> "0.02" (as the pages)."""
+    number = None if value is None else _cents(value)
+    return "-" if number is None else f"{number:f}"
 
 
 def show(table: Table, console: Console, stream=None) -> None:

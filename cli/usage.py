@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from .tables import gpu_hours
+
 COLUMNS = ("ALLOCATED GPU-h", "USED GPU-h", "UTIL", "OVER-QUOTA GPU-h", "RUNS")
 RESOURCE_COLUMNS = ("CORE-h", "MEMORY GiB-h")
 
 
 def hours(value: float | None) -> str:
-    """GPU-hours to two decimals."""
-    return "-" if value is None else f"{value:.2f}"
+    """GPU-hours to two decimals, half up, as the pages (`tables.gpu_hours`)."""
+    return gpu_hours(value)
 
 
 def used(figures: dict) -> str:
@@ -59,3 +61,36 @@ def heading(report: dict) -> str:
     """What the report covers, in a line."""
     return (f"GPU-hours {report['since'][:16]} to {report['until'][:16]} ({report['timezone']}), "
             f"by {report['group_by']}; running runs counted to {report['now'][:19]}")  # fmt: skip
+
+
+BUDGET_COLUMNS = ("BUDGET", "SCOPE", "WINDOW", "KIND", "USED GPU-h", "OF GPU-h", "LEFT GPU-h",
+                  "USED", "RUNS OUT")  # fmt: skip
+
+
+def scope(budget: dict) -> str:
+    """'team-a', 'dept physics' or 'ada@team-a'."""
+    if budget["department"]:
+        return f"dept {budget['department']}"
+    return f"{budget['user']}@{budget['project']}" if budget["user"] else budget["project"]
+
+
+def window(budget: dict) -> str:
+    if budget["window"] == "term":
+        return f"{budget['term_start']}..{budget['term_end']}"
+    return f"{budget['rolling_days']} days" if budget["window"] == "rolling" else "month"
+
+
+def budgets_table(budgets: list[dict]) -> Table:
+    """One row per budget: what its window used, of how much, what is left and when it runs out
+    at the current burn rate (GET /api/v1/budgets/, issue 36)."""
+    table = Table(*BUDGET_COLUMNS, box=None, pad_edge=False)
+    for budget in budgets:
+        use = budget["usage"]
+        kind = budget["kind"] + (f" ({budget['over']})" if budget["kind"] == "hard" else "")
+        out = use["runs_out_at"]
+        table.add_row(
+            budget["name"], scope(budget), window(budget), kind, hours(use["used_gpu_hours"]),
+            hours(budget["gpu_hours"]), hours(use["gpu_hours_left"]), f"{use['percent']:.0f}%",
+            "spent" if use["spent"] else (out[:16] if out else "-"),
+        )  # fmt: skip
+    return table

@@ -55,6 +55,25 @@ def runs_for(user) -> QuerySet[JobRun]:
     return JobRun.objects.filter(project__in=projects_for(user).values("id"))
 
 
+def budget_filter(user) -> Q:
+    """Which budgets `user` may read (issue 36), as a filter on `portal.budgets.models.Budget`:
+    every one for a cluster admin; else their projects' budgets (a user's budget: their own, or
+    any in a project they are an admin of) and their projects' departments'. Only cluster admins
+    create, change or delete budgets (`is_cluster_admin`)."""
+    if is_cluster_admin(user):
+        return Q()
+    if not (user and user.is_authenticated):
+        return Q(pk__in=[])
+    mine = projects_for(user).values("id")
+    led = Membership.objects.filter(user=user, role=Role.ADMIN).values("project_id")
+    return (
+        Q(project__in=mine, user__isnull=True)
+        | Q(project__in=mine, user=user)
+        | Q(project__in=led)
+        | Q(department__projects__in=mine)
+    )
+
+
 def texts_for(user) -> Callable[[str], str]:
     """What a scheduler's text says to `user`: other projects' jobs named as "another
     project's job" unless they are a cluster admin (issue 32 item 7, `portal.jobs.redaction`)."""

@@ -25,7 +25,7 @@ from portal.core.origins import parse as parse_origin
 from portal.core.validators import MIN_RUNTIME_MAX_S
 from scheduler.bands import check_bands
 from scheduler.minruntime import parse_duration, parse_min_runtime
-from scheduler.quantity import cpu_millis, memory_mib
+from scheduler.quantity import cpu_millis, memory_bytes
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 PLOTLY_JS_DIR = Path(importlib.util.find_spec("plotly").origin).parent / "package_data"
@@ -245,12 +245,14 @@ INSTALLED_APPS = [
     "portal.tenancy",
     "portal.cluster",
     "portal.jobs",
+    "portal.budgets",
     "portal.scheduling",
     "portal.web",
     "portal.notify",
 ]
 
 MIDDLEWARE = [
+    "portal.web.metrics.request_latency",  # first: times the whole answer, by route
     "django.middleware.security.SecurityMiddleware",
     "portal.web.session_origin.sessions_host_gate",  # the sessions' origin serves sessions only
     "csp.middleware.CSPMiddleware",  # Content-Security-Policy: see CONTENT_SECURITY_POLICY
@@ -267,6 +269,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "portal.urls"
+# Prometheus metrics at /metrics answer only `Authorization: Bearer <ALLOT_METRICS_TOKEN>`;
+# unset (the default) /metrics is a 404: nothing is exported publicly.
+ALLOT_METRICS_TOKEN = envsecret("ALLOT_METRICS_TOKEN") or None
 CSRF_FAILURE_VIEW = "portal.web.errors.csrf_failure"  # in the portal's layout
 WSGI_APPLICATION = "portal.wsgi.application"
 ASGI_APPLICATION = "portal.asgi.application"
@@ -412,7 +417,7 @@ ALLOT_SIM_PROCESSES = envbool("ALLOT_SIM_PROCESSES", False)
 ALLOT_PROCESSES_DIR = Path(
     envstr("ALLOT_PROCESSES_DIR", "") or ALLOT_SESSIONS_DIR.parent / "processes"
 )
-# A local session runs a researcher's code on this machine (README, "Security"). A portal run as
+# A local session runs a researcher's code on this machine (docs/security.md). A portal run as
 # root starts each as a system user of its own; one that is not root refuses to, unless this is
 # one person's embedded trial: `make run` sets ALLOT_SESSIONS_SINGLE_USER=1, and the notebook
 # then runs as the portal's own user, its only researcher. Never with REDIS_URL (many users).
@@ -536,10 +541,11 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
-# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, README "Single sign-on"): set the
-# issuer (its /.well-known/openid-configuration is read at the first sign-in) and the client the
-# provider registered for this portal, whose redirect URI is https://PORTAL/oidc/callback/. The
-# provider's `groups` claim gives project roles by the rules cluster admins edit at /sso/rules/.
+# Single sign-on with OpenID Connect (portal/tenancy/oidc.py, docs/web-ui.md "Single sign-on"):
+# set the issuer (its /.well-known/openid-configuration is read at the first sign-in) and the
+# client the provider registered for this portal, whose redirect URI is
+# https://PORTAL/oidc/callback/. The provider's `groups` claim gives project roles by the rules
+# cluster admins edit at /sso/rules/.
 # ALLOT_LOCAL_LOGIN=0 turns passwords off: /login/ offers single sign-on only, and a password
 # sent to /login/, /admin/login/ or POST /api/v1/auth/token/ is refused (API tokens keep working).
 ALLOT_OIDC_ISSUER = (envstr("ALLOT_OIDC_ISSUER", "") or "").rstrip("/")
@@ -581,7 +587,7 @@ ALLOT_MAX_GPUS_PER_POD = envint("ALLOT_MAX_GPUS_PER_POD", 64, minimum=1)
 
 def envquantity(name: str, parse) -> int:
     """A Kubernetes quantity ("500m", "2", "16Gi") read by `parse` (scheduler.quantity's
-    cpu_millis or memory_mib); unset or empty is 0."""
+    cpu_millis or memory_bytes); unset or empty is 0."""
     text = envstr(name, "") or ""
     try:
         return parse(text) if text.strip() else 0
@@ -592,7 +598,7 @@ def envquantity(name: str, parse) -> int:
 # What a job that does not say asks for per pod when its project sets no default either (issue
 # 26): CPU cores ("500m", "2") and memory ("4Gi"). Unset: 0, nothing asked.
 ALLOT_DEFAULT_CPU_MILLIS = envquantity("ALLOT_DEFAULT_CPU", cpu_millis)
-ALLOT_DEFAULT_MEMORY_MIB = envquantity("ALLOT_DEFAULT_MEMORY", memory_mib)
+ALLOT_DEFAULT_MEMORY_BYTES = envquantity("ALLOT_DEFAULT_MEMORY", memory_bytes)
 
 # What one researcher may queue (issue 32 item 8: two bulk requests queued 2,000 pending jobs in
 # 2.3 s and slowed every other user's overview): jobs submitted per user (single or in bulk,

@@ -1,10 +1,12 @@
-"""Top-level routes: the REST API, its OpenAPI schema and docs, the admin, a health check."""
+"""Top-level routes: the REST API, its OpenAPI schema and docs, the admin, health, metrics."""
 
 from django.contrib import admin
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from portal.web.metrics import metrics_view
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -20,6 +22,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
     path("healthz/", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus; ALLOT_METRICS_TOKEN
     path("", include("portal.web.urls")),
 ]
 

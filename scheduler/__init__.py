@@ -1,6 +1,6 @@
 """Allot's scheduling core: a pure function from a cluster snapshot to a plan.
 
-Standard library only; never reads the clock, settings or environment. See SCHEDULING.md for
+Standard library only; never reads the clock, settings or environment. See docs/rules.md for
 the rules (R1-R15) every module cites.
 """
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from .actions.allocate import allocate
 from .actions.backfill import keep_reservation_reasons
+from .actions.budget import explain_over_budget, reclaim_over_budget
 from .actions.consolidation import consolidate
-from .actions.failed import evict_from_failed_devices
+from .actions.failed import release_stranded, settle_stranded, take_off_failed_devices
 from .actions.preempt import preempt
 from .actions.reclaim import reclaim
 from .actions.stale import evict_stale_gangs
 from .apply import apply_plan
+from .budgets import over_budget_keys
 from .model import Plan, Policy, Snapshot
 from .session import Session
 
@@ -17,23 +19,33 @@ from .session import Session
 def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
     """Decide one cycle: allocate, consolidation, reclaim, preempt, stale gang eviction in KAI's
     order (R1.1), on fair shares fixed at session open (R1.2). Pure: the same snapshot gives the
-    same plan. Jobs on failed devices are evicted first (issue 26, scheduler/actions/failed.py).
+    same plan. Jobs on failed devices leave them first, served before anyone is lent their GPUs
+    (issue 26, F1-F3 in scheduler/actions/failed.py).
 
     With `Policy.backfill`, allocate makes reservations (B1-B4); consolidation then serves only
     reserved jobs and jobs ahead of them, and no later action takes up a job held for a
-    reservation (B3)."""
+    reservation (B3).
+
+    Budgets (R20, scheduler/budgets.py): a job held by a spent budget is never placed; a job past
+    a budget that lets it run as preemptible work starts only in allocate, and within-budget jobs
+    take its GPUs back before reclaim (R20.4)."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
-    evict_from_failed_devices(session)
+    stranded = take_off_failed_devices(session)  # F1
     allocate(session)
+    explain_over_budget(session)
+    spent = over_budget_keys(session.jobs)  # R20.3: idle capacity only
     if policy.consolidation:
-        session.withheld = session.behind | session.held  # B3
+        session.withheld = session.behind | session.held | spent  # B3
         consolidate(session)
-    session.withheld = set(session.held)  # B3
+    session.withheld = session.held | spent  # B3; R20.3
+    release_stranded(session, stranded)  # F2
     if policy.reclaim:
+        reclaim_over_budget(session)  # R20.4
         reclaim(session)
     if policy.preempt:
         preempt(session)
+    settle_stranded(session, stranded)  # F3
     session.withheld = set()
     evict_stale_gangs(session, snapshot.now)
     if session.reservations:

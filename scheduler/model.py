@@ -38,19 +38,19 @@ def from_milli(milli: int) -> float:
 
 @dataclass(frozen=True)
 class Node:
-    """A node: `gpus` identical devices of `gpu_memory_mib` each, in node pool `pool`.
+    """A node: `gpus` identical devices of `gpu_memory_bytes` each, in node pool `pool`.
 
     A node that is not `ready` contributes nothing to the cluster total (R2.6) and takes no pods;
     a `schedulable=False` (cordoned) node keeps its running pods and counts in the total but takes
     no new pods.
 
-    `cpu_millis` and `memory_mib` are the node's allocatable CPU (millicores) and memory (MiB);
+    `cpu_millis` and `memory_bytes` are the node's allocatable CPU (millicores) and memory (bytes);
     None means not tracked, so that resource never limits what the node takes (issue 26).
     `failed_devices` are indexes of GPUs the device plugin or an admin marked failed: nothing is
     placed on them, they do not count in the cluster total (R2.6), and a job running on one is
     evicted by the next cycle (scheduler/actions/failed.py).
 
-    `outside_devices`, `outside_cpu_millis` and `outside_memory_mib` are what pods Allot did not
+    `outside_devices`, `outside_cpu_millis` and `outside_memory_bytes` are what pods Allot did not
     place hold here (other schedulers, DaemonSets, static pods; issue 33): those devices take
     nothing and, as failed ones, leave the cluster total (R2.6: "minus resources of pods run by
     other schedulers"); that CPU and memory are not free. Nothing is evicted for them.
@@ -58,16 +58,16 @@ class Node:
 
     name: str
     gpus: int
-    gpu_memory_mib: int = 32768
+    gpu_memory_bytes: int = 32 * 2**30
     pool: str = "default"
     ready: bool = True
     schedulable: bool = True
     cpu_millis: int | None = None
-    memory_mib: int | None = None
+    memory_bytes: int | None = None
     failed_devices: tuple[int, ...] = ()
     outside_devices: tuple[int, ...] = ()
     outside_cpu_millis: int = 0
-    outside_memory_mib: int = 0
+    outside_memory_bytes: int = 0
 
     @property
     def healthy_gpus(self) -> int:
@@ -81,12 +81,12 @@ class Node:
 class Department:
     """A parent queue (R2.11): its fair share is what its projects divide among themselves.
 
-    `over_quota_weight=None` means the quota itself (Run:AI convention, SCHEDULING.md §13);
+    `over_quota_weight=None` means the quota itself (Run:AI convention, docs/rules.md §13);
     `limit=None` means no limit (KAI's -1). `priority` is the queue priority of R2.8 / R4.1.3.
     `order` is the creation order used by the oldest-queue tie-breaks (R2.10, R4.1.8).
     `reclaim_min_runtime_s` and `preempt_min_runtime_s` protect its jobs for that many seconds
     after they start (R7.4, scheduler/minruntime.py): None inherits, 0 protects nothing, -1 for
-    ever. `cpu_limit_millis` and `memory_limit_mib` cap the CPU and memory the running jobs of all
+    ever. `cpu_limit_millis` and `memory_limit_bytes` cap the CPU and memory the running jobs of all
     its projects may hold together, checked with every project's own (R3.1 on every queue of the
     path, as `limit`); None means no limit (issue 26).
     """
@@ -100,7 +100,7 @@ class Department:
     reclaim_min_runtime_s: float | None = None
     preempt_min_runtime_s: float | None = None
     cpu_limit_millis: int | None = None
-    memory_limit_mib: int | None = None
+    memory_limit_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Project:
     """A leaf queue: a team's guaranteed `quota`, over-quota weight, limit and node pools.
 
     Semantics as :class:`Department`; `node_pools=()` means any pool; `department=None` puts the
-    project at the top level. `cpu_limit_millis` and `memory_limit_mib` cap the CPU and memory its
+    project at the top level. `cpu_limit_millis` and `memory_limit_bytes` cap the CPU and memory its
     running jobs may hold together, as `limit` caps GPUs (R3.1); None means no limit. Fair share
     stays in GPUs, as in Run:AI (issue 26).
     """
@@ -124,7 +124,7 @@ class Project:
     reclaim_min_runtime_s: float | None = None
     preempt_min_runtime_s: float | None = None
     cpu_limit_millis: int | None = None
-    memory_limit_mib: int | None = None
+    memory_limit_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ class Job:
     """A job of `pods` pods, each asking for `gpus` GPUs (a fraction below 1 or a whole number).
 
     `type` is ``"train"`` (preemptible, priority 50 + `priority`) or ``"interactive"``
-    (non-preemptible build class, priority 100 + `priority`), SCHEDULING.md §13 and R7.
+    (non-preemptible build class, priority 100 + `priority`), docs/rules.md §13 and R7.
     `order` is the submission order (smaller is older); an evicted job keeps it. `placement` is
     empty for a pending job and has one entry per pod for a running one (gangs are all or nothing,
     R6.1). `user` and `image` are carried for reasons and predictions; the rules ignore them.
@@ -166,12 +166,17 @@ class Job:
     producer adds them up; evictions do not reset it). `band` is derived by the core when the
     cycle opens (L1) — a value given in the snapshot is replaced — and is 0 without bands.
 
-    Other resources, per pod like `gpus` (issue 26): `cpu_millis` (millicores) and `memory_mib`
-    (MiB) the pod requests on its node (0: none). A CPU-only job has `gpus == 0` and never holds a
-    GPU. `gpu_memory_mib` is a fractional request by memory (R3.4, R5.5): the pod goes on one
+    Other resources, per pod like `gpus` (issue 26): `cpu_millis` (millicores) and `memory_bytes`
+    (bytes) the pod requests on its node (0: none). A CPU-only job has `gpus == 0` and never holds a
+    GPU. `gpu_memory_bytes` is a fractional request by memory (R3.4, R5.5): the pod goes on one
     device with that much memory free, and `gpus` is then the producer's fraction for accounting,
-    gpu_memory_mib over the smallest device memory in the cluster (scheduler_tools/scenario.py
+    gpu_memory_bytes over the smallest device memory in the cluster (scheduler_tools/scenario.py
     and the portal compute it so).
+
+    Budgets (Allot's R20 rules, docs/budgets.md, scheduler/budgets.py): the producer sets
+    `budget_hold` to the reason when a hard budget of the job's scope that says "wait" is spent
+    (R20.2: the job waits with it), and `over_budget` to the reason when a spent hard budget
+    lets its jobs run as preemptible over-quota work (R20.3, R20.4). None: within budget.
     """
 
     project: str
@@ -192,8 +197,10 @@ class Job:
     attained_gpu_s: float = 0.0
     band: int = 0
     cpu_millis: int = 0
-    memory_mib: int = 0
-    gpu_memory_mib: int | None = None
+    memory_bytes: int = 0
+    gpu_memory_bytes: int | None = None
+    budget_hold: str | None = None
+    over_budget: str | None = None
 
     # The derived values below are read millions of times per simulated day; a job is
     # immutable, so each is computed once (cached_property stores it beside the fields, which
@@ -239,7 +246,7 @@ class Job:
     def whole(self) -> bool:
         """True for a pod of whole devices (R5.3); fractions, GPU-memory requests (always one
         shared device, R5.5) and CPU-only pods are not."""
-        return self.gpus >= 1 and self.gpu_memory_mib is None
+        return self.gpus >= 1 and self.gpu_memory_bytes is None
 
     @cached_property
     def whole_devices_per_pod(self) -> int:
@@ -249,7 +256,7 @@ class Job:
     @cached_property
     def shared(self) -> bool:
         """True for a pod that takes part of one device: a fraction (R5.4) or GPU memory (R5.5)."""
-        return self.gpu_memory_mib is not None or 0 < self.gpus < 1
+        return self.gpu_memory_bytes is not None or 0 < self.gpus < 1
 
 
 @dataclass(frozen=True)

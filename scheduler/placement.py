@@ -62,7 +62,7 @@ def best_pod_placement(state: ClusterState, job: Job, policy: Policy) -> PodPlac
 
 
 def _share(node: NodeState, job: Job) -> float:
-    if job.gpu_memory_mib is not None:
+    if job.gpu_memory_bytes is not None:
         return node.device_milli(job) / FULL
     return 1.0 if job.gpus >= 1 else job.gpus
 
@@ -100,8 +100,8 @@ def fill(node: NodeState, job: Job) -> float:
     left = 1.0
     if job.cpu_millis and node.cpu_total:
         left = min(left, (node.cpu_free - job.cpu_millis) / node.cpu_total)
-    if job.memory_mib and node.memory_total:
-        left = min(left, (node.memory_free - job.memory_mib) / node.memory_total)
+    if job.memory_bytes and node.memory_total:
+        left = min(left, (node.memory_free - job.memory_bytes) / node.memory_total)
     return left
 
 
@@ -127,7 +127,7 @@ def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None
     # Requests beyond whole GPUs may not fit the first node of a bucket (CPU, memory, a device
     # too small for GPU memory): then every node of the lowest bucket with a fitting node is a
     # candidate, so the fill can break the tie.
-    scan = bool(job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None)
+    scan = bool(job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None)
     for index in pools_for(state, job):
         if policy.gpu_placement == "spread":
             candidates.extend(state.nodes[n] for n in index.members)
@@ -163,7 +163,7 @@ def choose_devices(node: NodeState, job: Job, policy: Policy) -> tuple[int, ...]
     shared pods (a fraction, R5.4, or GPU memory, R5.5) take the fullest shared device with
     room, else a fresh device (gpupack); with `gpu_sharing="spread"` a fresh device first, then
     the least used shared one. CPU-only pods take none."""
-    if job.gpus <= 0 and job.gpu_memory_mib is None:
+    if job.gpus <= 0 and job.gpu_memory_bytes is None:
         return ()
     free = [i for i in range(node.gpus) if node.used[i] == 0]
     # Releasing devices first: a placement made on top of evictions is charged to what they

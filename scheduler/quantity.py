@@ -5,9 +5,12 @@ fraction) followed by a binary suffix (``Ki Mi Gi Ti Pi Ei``, powers of 1024), a
 (``n u m k M G T P E``, powers of 1000; ``m`` is a thousandth) or a decimal exponent (``1e3``).
 A plain number is cores for CPU and bytes for memory, as in Kubernetes.
 
-The core counts CPU in millicores and memory in MiB (integers, so sums are exact, like GPUs in
-thousandths, scheduler/model.py). A request is rounded *up* to the unit (a pod asking for 1
-byte holds 1 MiB); a node's allocatable is rounded *down* (a node never offers more than it has).
+The core counts CPU in millicores and memory in bytes (integers, so sums are exact, like GPUs in
+thousandths, scheduler/model.py), the units Kubernetes itself compares (issue 33: counted in MiB,
+a pod of `50M` rounded up and a node of `200M` down, so four such pods did not fit where
+Kubernetes places them). Only what is finer than the unit rounds: a request *up* ("0.1m" CPU is
+1 millicore, "0.5" bytes is 1 byte, as Kubernetes' `Quantity.Value()`), a node's allocatable
+*down* (a node never offers more than it has).
 Every error is a :class:`QuantityError` (a ``ValueError``) whose message says what was given and
 what is expected, so the portal can show it under the field as it is.
 """
@@ -24,8 +27,9 @@ __all__ = [
     "cpu_millis",
     "format_cpu",
     "format_memory",
-    "memory_mib",
+    "memory_bytes",
     "memory_text",
+    "mib_ceil",
     "parse_quantity",
 ]
 
@@ -46,7 +50,7 @@ _SYNTAX = re.compile(
     r"^(?P<number>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])|[eE](?P<exponent>[+-]?\d+))?$"
 )
-MIB = 2**20
+KIB, MIB, GIB, TIB = 2**10, 2**20, 2**30, 2**40
 
 
 class QuantityError(ValueError):
@@ -102,12 +106,23 @@ def cpu_millis(value: str | int | float, *, allocatable: bool = False) -> int:
     return math.floor(amount) if allocatable else math.ceil(amount)
 
 
-def memory_mib(value: str | int | float, *, allocatable: bool = False) -> int:
-    """Memory in MiB: "16Gi" -> 16384, "512Mi" -> 512; a plain number is bytes as in
-    Kubernetes. A request rounds up to the MiB ("1G" -> 954), an `allocatable` amount down
-    ("1G" -> 953)."""
-    amount = _non_negative(value, "Memory") / MIB
+def memory_bytes(value: str | int | float, *, allocatable: bool = False) -> int:
+    """Memory in bytes: "16Gi" -> 17179869184, "50M" -> 50000000, "2000" or 2000 -> 2000 (a
+    plain number is bytes, as in Kubernetes). Only a fraction of a byte rounds: a request up, an
+    `allocatable` amount down."""
+    amount = _non_negative(value, "Memory")
     return math.floor(amount) if allocatable else math.ceil(amount)
+
+
+def mib_ceil(size: int) -> int:
+    """Bytes as the whole MiB the REST API has always answered for a request ("1G" -> 954)."""
+    return -(-size // MIB)
+
+
+_SUFFIXES = (
+    ("Ei", 2**60), ("Pi", 2**50), ("Ti", TIB), ("Gi", GIB), ("Mi", MIB), ("Ki", KIB),
+    ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3),
+)  # fmt: skip
 
 
 def format_cpu(millis: int) -> str:
@@ -115,12 +130,13 @@ def format_cpu(millis: int) -> str:
     return str(millis // 1000) if millis % 1000 == 0 else f"{millis}m"
 
 
-def format_memory(mib: int) -> str:
-    """MiB as Kubernetes writes them: 16384 -> "16Gi", 1536 -> "1536Mi", 2**20 -> "1Ti"."""
-    for suffix, size in (("Ti", 2**20), ("Gi", 2**10)):
-        if mib and mib % size == 0:
-            return f"{mib // size}{suffix}"
-    return f"{mib}Mi"
+def format_memory(size: int) -> str:
+    """Bytes exactly, with the largest suffix that divides them, binary first: 16 GiB -> "16Gi",
+    1.5 GiB -> "1536Mi", 50000000 -> "50M", 2000 -> "2k", 1001 -> "1001", 0 -> "0"."""
+    for suffix, unit in _SUFFIXES:
+        if size and size % unit == 0:
+            return f"{size // unit}{suffix}"
+    return str(size)
 
 
 def cores_text(millis: int) -> str:
@@ -131,8 +147,23 @@ def cores_text(millis: int) -> str:
     return f"{shown} core" if millis == 1000 else f"{shown} cores"
 
 
-def memory_text(mib: int) -> str:
-    """MiB in words for reasons: 65536 -> "64 GiB", 1536 -> "1.5 GiB", 300 -> "300 MiB"."""
-    if mib >= 1024:
-        return f"{round(mib / 1024, 2):g} GiB"
-    return f"{mib} MiB"
+def memory_text(size: int) -> str:
+    """Bytes in words for reasons: 64 GiB -> "64 GiB", 1.5 GiB -> "1.5 GiB", 300 MiB -> "300
+    MiB"; an amount that is not a round number of binary units is said in the decimal ones a
+    Kubernetes user wrote ("200 MB", "1.5 GB"), so a node of 200M is not shown as 190.73 MiB.
+    In the largest unit it reaches, to two decimals; exact when either system allows it.
+    Nothing is "0 MiB", as reasons have always said it ("0 MiB in use")."""
+    if size == 0:
+        return "0 MiB"
+    binary = _in_words(size, ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")))
+    decimal = _in_words(size, ((10**9, "GB"), (10**6, "MB"), (10**3, "kB")))
+    return decimal[0] if decimal[1] and not binary[1] else binary[0]
+
+
+def _in_words(size: int, units: tuple[tuple[int, str], ...]) -> tuple[str, bool]:
+    """`size` in the largest of `units` it reaches (else bytes), and whether that is exact."""
+    for unit, name in units:
+        if size >= unit:
+            shown = f"{size / unit:.2f}".rstrip("0").rstrip(".")
+            return f"{shown} {name}", (size * 100) % unit == 0
+    return f"{size} bytes", True

@@ -11,7 +11,7 @@ NO_SHARE_PENALTY = 1000  # R4.1.5: allocatable 0 -> value x 1000
 
 class QueueState:
     """A project or department with its counters in thousandths of a GPU (CPU in millicores and
-    memory in MiB beside them, for the CPU and memory limits of issue 26)."""
+    memory in bytes beside them, for the CPU and memory limits of issue 26)."""
 
     __slots__ = (
         "allocated",
@@ -50,7 +50,7 @@ class QueueState:
         self.allocated = 0
         self.allocated_np = 0
         self.allocated_cpu = 0  # millicores of its running pods (issue 26)
-        self.allocated_memory = 0  # MiB
+        self.allocated_memory = 0  # bytes
         self.cpu_limit: int | None = None  # R3.1 for CPU; None = no limit
         self.memory_limit: int | None = None
         self.reclaim_min_runtime_s: float | None = None  # R7.4; None inherits
@@ -145,7 +145,7 @@ def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
     queue.reclaim_min_runtime_s = spec.reclaim_min_runtime_s
     queue.preempt_min_runtime_s = spec.preempt_min_runtime_s
     queue.cpu_limit = spec.cpu_limit_millis
-    queue.memory_limit = spec.memory_limit_mib
+    queue.memory_limit = spec.memory_limit_bytes
     return queue
 
 

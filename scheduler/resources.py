@@ -32,15 +32,15 @@ def too_large(nodes: Iterable[Node], job: Job, where: str) -> str | None:
         if job.cpu_millis > largest:
             return (f"no node {where} has {cores_text(job.cpu_millis)}: the largest has "
                     f"{cores_text(largest)} (R5)")  # fmt: skip
-    if job.memory_mib and all(n.memory_mib is not None for n in nodes):
-        largest = max(n.memory_mib for n in nodes)
-        if job.memory_mib > largest:
-            return (f"no node {where} has {memory_text(job.memory_mib)} of memory: the largest "
+    if job.memory_bytes and all(n.memory_bytes is not None for n in nodes):
+        largest = max(n.memory_bytes for n in nodes)
+        if job.memory_bytes > largest:
+            return (f"no node {where} has {memory_text(job.memory_bytes)} of memory: the largest "
                     f"has {memory_text(largest)} (R5)")  # fmt: skip
-    if job.gpu_memory_mib is not None:
-        largest = max((n.gpu_memory_mib for n in nodes if n.gpus), default=0)
-        if job.gpu_memory_mib > largest:
-            return (f"no GPU {where} has {memory_text(job.gpu_memory_mib)} of memory: the "
+    if job.gpu_memory_bytes is not None:
+        largest = max((n.gpu_memory_bytes for n in nodes if n.gpus), default=0)
+        if job.gpu_memory_bytes > largest:
+            return (f"no GPU {where} has {memory_text(job.gpu_memory_bytes)} of memory: the "
                     f"largest has {memory_text(largest)} (R5.5)")  # fmt: skip
     return None
 
@@ -55,7 +55,7 @@ def unplaceable(session: Session, job: Job) -> str | None:
     (`Session.hard_blocked`). Cordoned and not-ready nodes, and failed devices, are out: they
     take no pods this cycle. Computed once per job shape and cycle."""
     pools = session.queue(job).node_pools
-    shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
+    shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
     cache = session.never_fits
     if shape not in cache:
         cache[shape] = _unplaceable(session, job, pools)
@@ -73,7 +73,9 @@ def _unplaceable(session: Session, job: Job, pools: tuple[str, ...]) -> str | No
         return f"no ready node {where} (R5)"
     if job.whole and job.whole_devices_per_pod > largest:
         return _too_few_healthy(nodes, job, where)
-    if job.pods == 1 and not (job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None):
+    if job.pods == 1 and not (
+        job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None
+    ):
         return None  # one pod of GPUs only: a node with enough healthy GPUs holds it
     big = too_large([session.nodes[n.name] for n in nodes], job, where)
     if big:
@@ -106,13 +108,13 @@ def _too_few_healthy(nodes: list[NodeState], job: Job, where: str) -> str:
 
 def empty_pods(job: Job, healthy: int, cpu: int | None, memory: int | None,
                gpu_memory: int) -> int:  # fmt: skip
-    """How many pods of `job` an empty node with `healthy` devices of `gpu_memory` MiB and this
+    """How many pods of `job` an empty node with `healthy` devices of `gpu_memory` bytes and this
     allocatable CPU and memory (None: not tracked) holds, capped at the job's pods."""
     if job.whole:
         count = healthy // job.whole_devices_per_pod
     elif job.shared:
-        if job.gpu_memory_mib is not None:
-            milli = -(-job.gpu_memory_mib * FULL // max(1, gpu_memory))
+        if job.gpu_memory_bytes is not None:
+            milli = -(-job.gpu_memory_bytes * FULL // max(1, gpu_memory))
         else:
             milli = job.milli_per_pod
         count = 0 if milli > FULL else healthy * (FULL // milli)
@@ -120,8 +122,8 @@ def empty_pods(job: Job, healthy: int, cpu: int | None, memory: int | None,
         count = job.pods
     if job.cpu_millis and cpu is not None:
         count = min(count, cpu // job.cpu_millis)
-    if job.memory_mib and memory is not None:
-        count = min(count, memory // job.memory_mib)
+    if job.memory_bytes and memory is not None:
+        count = min(count, memory // job.memory_bytes)
     return min(count, job.pods)
 
 
@@ -157,12 +159,12 @@ def blocked_by_resources(nodes: Iterable[NodeState], job: Job) -> str | None:
 def asked(job: Job) -> str:
     """One pod's request in words: '1 GPU, 8 cores, 64 GiB memory' (issue 26)."""
     parts = []
-    if job.gpu_memory_mib is not None:
-        parts.append(f"{memory_text(job.gpu_memory_mib)} of GPU memory")
+    if job.gpu_memory_bytes is not None:
+        parts.append(f"{memory_text(job.gpu_memory_bytes)} of GPU memory")
     elif job.gpus > 0:
         parts.append(gpus(job.milli_per_pod))
     if job.cpu_millis:
         parts.append(cores_text(job.cpu_millis))
-    if job.memory_mib:
-        parts.append(f"{memory_text(job.memory_mib)} memory")
+    if job.memory_bytes:
+        parts.append(f"{memory_text(job.memory_bytes)} memory")
     return ", ".join(parts) or "nothing"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from .bands import check_bands, with_bands
+from .budgets import budget_block
 from .minruntime import Protection, check_min_runtime, check_policy
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
@@ -50,7 +51,7 @@ class Session:
         # R2.6: ready nodes' devices, failed ones left out (issue 26).
         self.total = sum(to_milli(n.healthy_gpus) for n in snapshot.nodes if n.ready)
         # R3.4: a GPU-memory request's fraction for the limit check uses the largest device.
-        self.largest_gpu_memory = max((n.gpu_memory_mib for n in snapshot.nodes), default=0)
+        self.largest_gpu_memory = max((n.gpu_memory_bytes for n in snapshot.nodes), default=0)
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
         self.state = ClusterState(snapshot.nodes, self.queues, jobs)
         self.nodes = {n.name: n for n in snapshot.nodes}
@@ -114,14 +115,18 @@ class Session:
     def limit_amount(self, job: Job) -> int:
         """The job's GPUs for the limit check (R3.1) in thousandths: a GPU-memory request counts
         as its memory over the largest device memory in the cluster, the most lenient (R3.4)."""
-        if job.gpu_memory_mib is None or not self.largest_gpu_memory:
+        if job.gpu_memory_bytes is None or not self.largest_gpu_memory:
             return job.milli_total
-        return to_milli(job.gpu_memory_mib / self.largest_gpu_memory) * job.pods
+        return to_milli(job.gpu_memory_bytes / self.largest_gpu_memory) * job.pods
 
     def capacity_block(self, job: Job) -> str | None:
         """Why the job cannot be placed right now under its project's and ancestors' limit
         (R3.1, in GPUs, and the project's CPU and memory limits of issue 26) and, for a
-        non-preemptible job, quota (R3.2); None when it may be placed."""
+        non-preemptible job, quota (R3.2); a spent hard budget first (R20.2, R20.3); None when it
+        may be placed."""
+        spent = budget_block(job)  # R20.2, R20.3
+        if spent:
+            return spent
         amount = job.milli_total
         limited = self.limit_amount(job)
         for queue in self.queue(job).path()[::-1]:
@@ -178,7 +183,7 @@ class Session:
 def resource_limit_block(queue: QueueState, job: Job) -> str | None:
     """'over limit' naming the resource when the job's CPU or memory would take the queue past
     its CPU or memory limit (R3.1 for the resources of issue 26), else None."""
-    cpu, memory = job.cpu_millis * job.pods, job.memory_mib * job.pods
+    cpu, memory = job.cpu_millis * job.pods, job.memory_bytes * job.pods
     if cpu and queue.cpu_limit is not None and queue.allocated_cpu + cpu > queue.cpu_limit:
         return (
             f"over limit: would exceed {queue.name}'s CPU limit of {cores_text(queue.cpu_limit)}"

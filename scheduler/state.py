@@ -61,11 +61,11 @@ class NodeState:
         self.idle = node.gpus  # free and not releasing
         self.n_releasing = 0
         self.n_shared = 0  # holding fractions with room left
-        self.gpu_memory = node.gpu_memory_mib
+        self.gpu_memory = node.gpu_memory_bytes
         self.cpu_total = node.cpu_millis
-        self.memory_total = node.memory_mib
+        self.memory_total = node.memory_bytes
         self.cpu_free = _less(node.cpu_millis, node.outside_cpu_millis)
-        self.memory_free = _less(node.memory_mib, node.outside_memory_mib)
+        self.memory_free = _less(node.memory_bytes, node.outside_memory_bytes)
         self.failed = tuple(sorted({d for d in node.failed_devices if 0 <= d < node.gpus}))
         for device in (*self.failed, *node.outside_devices):
             if 0 <= device < node.gpus:  # never free, never shared: out of placement
@@ -99,8 +99,8 @@ class NodeState:
         """Thousandths of one of this node's devices a pod of `job` takes: a whole device, the
         fraction (R5.4), or for a GPU-memory request its memory over this node's device memory
         rounded up (R5.5; more than FULL when a device is too small)."""
-        if job.gpu_memory_mib is not None:
-            return -(-job.gpu_memory_mib * FULL // max(1, self.gpu_memory))
+        if job.gpu_memory_bytes is not None:
+            return -(-job.gpu_memory_bytes * FULL // max(1, self.gpu_memory))
         return FULL if job.whole else job.milli_per_pod
 
     def short_of(self, job: Job) -> str | None:
@@ -108,7 +108,11 @@ class NodeState:
         memory (untracked never limits), else None."""
         if job.cpu_millis and self.cpu_free is not None and job.cpu_millis > self.cpu_free:
             return "cpu"
-        if job.memory_mib and self.memory_free is not None and job.memory_mib > self.memory_free:
+        if (
+            job.memory_bytes
+            and self.memory_free is not None
+            and job.memory_bytes > self.memory_free
+        ):
             return "memory"
         return None
 
@@ -172,7 +176,7 @@ class ClusterState:
             if node.cpu_free is not None:
                 node.cpu_free -= job.cpu_millis
             if node.memory_free is not None:
-                node.memory_free -= job.memory_mib
+                node.memory_free -= job.memory_bytes
         self.placement[job.key] = job.placement
         self._count(job, +len(job.placement), journal=False)
 
@@ -246,13 +250,13 @@ class ClusterState:
 
     def _set_resources(self, node: NodeState, job: Job, pods: int) -> None:
         """Take (pods > 0) or give back (pods < 0) that many pods' CPU and memory on the node."""
-        if not (job.cpu_millis or job.memory_mib):
+        if not (job.cpu_millis or job.memory_bytes):
             return
         self.journal.append(("resources", node, node.cpu_free, node.memory_free))
         if node.cpu_free is not None:
             node.cpu_free -= pods * job.cpu_millis
         if node.memory_free is not None:
-            node.memory_free -= pods * job.memory_mib
+            node.memory_free -= pods * job.memory_bytes
 
     def _set_device(self, node: NodeState, device: int, used: int, releasing: bool) -> None:
         self.journal.append(("device", node, device, node.used[device], node.releasing[device]))
@@ -263,7 +267,7 @@ class ClusterState:
         """Add (pods > 0) or remove (pods < 0) that many of the job's pods to its project's and
         every ancestor's allocated GPUs."""
         amount = pods * job.milli_per_pod
-        cpu, memory = pods * job.cpu_millis, pods * job.memory_mib
+        cpu, memory = pods * job.cpu_millis, pods * job.memory_bytes
         queue = self.queues.get(job.project)
         while queue is not None:
             queue.allocated += amount
@@ -316,7 +320,7 @@ class ClusterState:
 def pod_milli(job: Job, pod: PodPlacement) -> int:
     """Thousandths one pod holds on each of its devices (a GPU-memory pod: its share of the
     device it was placed on, R5.5)."""
-    if job.gpu_memory_mib is not None:
+    if job.gpu_memory_bytes is not None:
         return round(pod.share * FULL)
     if job.gpus >= 1:
         return FULL

@@ -1,6 +1,6 @@
 """`python -m scheduler_tools.bench`: time the scheduling core on KAI's scale-test shapes.
 
-Scenarios (SCHEDULING.md §14):
+Scenarios (docs/rules.md §14):
 - ``fill``: every job pending on an empty cluster; one cycle must start them all.
 - ``reclaim``: the cluster full of one over-quota project's single-GPU jobs; every other project
   then asks for its quota; cycles until settled.
@@ -26,9 +26,9 @@ from scheduler.cycle import plan_cycle
 from scheduler.model import Job, Node, PodPlacement, Policy, Project, Snapshot
 
 CPU_PER_GPU = 16_000  # a node's allocatable millicores per GPU (--resources)
-MEMORY_PER_GPU = 128 * 1024  # a node's allocatable MiB per GPU
+MEMORY_PER_GPU = 128 * 2**30  # a node's allocatable bytes per GPU
 JOB_CPU = 8_000  # a 1-GPU job's request
-JOB_MEMORY = 64 * 1024
+JOB_MEMORY = 64 * 2**30
 
 
 def _cluster(
@@ -36,7 +36,7 @@ def _cluster(
 ) -> tuple[tuple[Node, ...], tuple[Project, ...]]:
     total = nodes * gpus
     quota = total / projects
-    extra = {"cpu_millis": gpus * CPU_PER_GPU, "memory_mib": gpus * MEMORY_PER_GPU}
+    extra = {"cpu_millis": gpus * CPU_PER_GPU, "memory_bytes": gpus * MEMORY_PER_GPU}
     node_list = tuple(
         Node(f"node-{i:05d}", gpus, **(extra if resources else {})) for i in range(nodes)
     )
@@ -46,7 +46,7 @@ def _cluster(
 
 def _job(project: str, name: str, order: int, resources: bool, placement=()) -> Job:
     """A single-GPU job, asking for CPU and memory too with `resources`."""
-    extra = {"cpu_millis": JOB_CPU, "memory_mib": JOB_MEMORY} if resources else {}
+    extra = {"cpu_millis": JOB_CPU, "memory_bytes": JOB_MEMORY} if resources else {}
     return Job(project, name, 1, order=order, placement=placement, **extra)
 
 
@@ -157,7 +157,7 @@ def sweep(gpus: int, projects: int, resources: bool = False) -> list[dict]:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line (README: "The scheduling core")."""
+    """The command line (docs/scheduling.md)."""
     p = argparse.ArgumentParser(
         prog="python -m scheduler_tools.bench",
         description=__doc__,

@@ -1,4 +1,4 @@
-"""Scenario files (../shared/scenarios/FORMAT.md): loading, validation and replay.
+"""Scenario files (docs/scenarios.md): loading, validation and replay.
 
 A scenario describes nodes, departments, projects, an optional `policy` (fields of
 :class:`~scheduler.model.Policy`) and steps of submissions, deletions and expectations. Jobs are
@@ -15,7 +15,7 @@ Allot's additions for backfill (B1-B6), all optional, so older files replay unch
 
 Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs/scenarios.md):
 - `nodes[].cpu`, `nodes[].memory` (Kubernetes quantities: `64`, `"500m"`, `"512Gi"`; absent =
-  not tracked), `nodes[].gpu_memory` (per device, instead of `gpu_memory_mib`),
+  not tracked), `nodes[].gpu_memory` (per device, instead of `gpu_memory_mib`, MiB),
   `nodes[].failed_devices` (`[3]`).
 - `submit[].cpu`, `submit[].memory`, `submit[].gpu_memory` (per pod); with `gpu_memory`, `gpus`
   may be left out: it is the memory over the smallest device memory in the cluster (R3.4).
@@ -27,6 +27,12 @@ Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs
   "16Gi"}`), `expect.devices` (`{"project/name": [device, ...]}`, every pod's devices, sorted),
   and `expect.decision_contains` (`{"project/name": "text"}`, text in the reason of a decision
   about the job made while the step's cycles settled, e.g. an eviction's).
+
+Allot's additions for budgets (issue 36, R20, docs/budgets.md; scheduler_tools/budgets.py):
+- `budgets`: `[{"name", "project" | "department", "user"?, "gpu_hours", "kind": soft | hard,
+  "over": wait | preemptible, "from"?, "until"?, "thresholds"?}]`, a term on the scenario clock.
+- `expect.budget_notices` (every threshold announced so far, `["term 80%"]`) and
+  `expect.budget_used` (`{"name": GPU-hours}`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ from pathlib import Path
 
 from scheduler.cycle import plan_cycle, settle
 from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot
-from scheduler.quantity import QuantityError, cpu_millis, memory_mib
+from scheduler.quantity import MIB, QuantityError, cpu_millis, format_memory, memory_bytes
+
+from .budgets import Meter, ScenarioBudget, parse_budgets
 
 TOLERANCE = 0.001
 JOB_FIELDS = {
@@ -51,6 +59,9 @@ class ScenarioError(ValueError):
     """The file is not a valid scenario; the message says where and why."""
 
 
+DEVICE_MEMORY = 32768 * MIB  # a device's memory when the scenario does not say
+
+
 @dataclass
 class Scenario:
     """A parsed scenario: the cluster, the policy and the raw steps."""
@@ -61,7 +72,8 @@ class Scenario:
     departments: tuple[Department, ...]
     policy: Policy
     steps: list[dict]
-    smallest_gpu_memory: int = 32768  # R3.4: a GPU-memory request's accounting fraction
+    smallest_gpu_memory: int = DEVICE_MEMORY  # R3.4: a GPU-memory request's accounting fraction
+    budgets: tuple[ScenarioBudget, ...] = ()  # issue 36, R20 (scheduler_tools/budgets.py)
 
 
 def _quantity(value, where: str, parse, allocatable: bool = False):
@@ -137,9 +149,9 @@ def parse_scenario(data: dict) -> Scenario:
             _require(isinstance(job.get("name"), str) and job["name"], f"{where}: name missing")
             if job.get("gpu_memory") is None or job.get("gpus") is not None:
                 _number(job.get("gpus"), f"{where}.gpus")
-            for key, parse in (("cpu", cpu_millis), ("memory", memory_mib)):
+            for key, parse in (("cpu", cpu_millis), ("memory", memory_bytes)):
                 _quantity(job.get(key), f"{where}.{key}", parse)
-            gpu_memory = _quantity(job.get("gpu_memory"), f"{where}.gpu_memory", memory_mib)
+            gpu_memory = _quantity(job.get("gpu_memory"), f"{where}.gpu_memory", memory_bytes)
             _require(gpu_memory != 0, f"{where}.gpu_memory: must be more than 0")
             _require(
                 job.get("type", "train") in ("train", "interactive"),
@@ -148,11 +160,16 @@ def parse_scenario(data: dict) -> Scenario:
             _number(job.get("expected_s"), f"{where}.expected_s", allow_none=True)
         _number(step.get("at", 0), f"steps[{i}].at")
         _failed_step(step.get("failed_devices", {}), f"steps[{i}].failed_devices", nodes)
-    memories = [n.gpu_memory_mib for n in nodes if n.gpus]
+    memories = [n.gpu_memory_bytes for n in nodes if n.gpus]
+    budgets = parse_budgets(data.get("budgets"), names, dept_names, _fail)
     return Scenario(
         str(data.get("name", "")), nodes, projects, departments, policy, data["steps"],
-        min(memories, default=32768),
+        min(memories, default=DEVICE_MEMORY), budgets,
     )  # fmt: skip
+
+
+def _fail(message: str) -> None:
+    raise ScenarioError(message)
 
 
 def _failed_step(value, where: str, nodes: tuple[Node, ...]) -> None:
@@ -178,16 +195,16 @@ def _node(n, i: int) -> Node:
     _require(isinstance(n, dict) and isinstance(n.get("name"), str), f"{where}: name missing")
     gpus = _number(n.get("gpus"), f"{where}.gpus")
     _require(float(gpus).is_integer(), f"{where}.gpus: must be a whole number")
-    gpu_memory = _quantity(n.get("gpu_memory"), f"{where}.gpu_memory", memory_mib, True)
+    gpu_memory = _quantity(n.get("gpu_memory"), f"{where}.gpu_memory", memory_bytes, True)
     return Node(
         name=n["name"],
         gpus=int(gpus),
-        gpu_memory_mib=gpu_memory or int(n.get("gpu_memory_mib", 32768)),
+        gpu_memory_bytes=gpu_memory or int(n.get("gpu_memory_mib", 32768)) * MIB,
         pool=n.get("pool", "default"),
         ready=bool(n.get("ready", True)),
         schedulable=bool(n.get("schedulable", True)),
         cpu_millis=_quantity(n.get("cpu"), f"{where}.cpu", cpu_millis, True),
-        memory_mib=_quantity(n.get("memory"), f"{where}.memory", memory_mib, True),
+        memory_bytes=_quantity(n.get("memory"), f"{where}.memory", memory_bytes, True),
         failed_devices=_devices(n.get("failed_devices", []), f"{where}.failed_devices", int(gpus)),
     )
 
@@ -201,7 +218,9 @@ def _queue_fields(p, where: str) -> dict:
         "limit": _number(p.get("limit"), f"{where}.limit", minimum=-1, allow_none=True),
         "priority": int(p.get("priority", 100)),
         "cpu_limit_millis": _quantity(p.get("cpu_limit"), f"{where}.cpu_limit", cpu_millis),
-        "memory_limit_mib": _quantity(p.get("memory_limit"), f"{where}.memory_limit", memory_mib),
+        "memory_limit_bytes": _quantity(
+            p.get("memory_limit"), f"{where}.memory_limit", memory_bytes
+        ),
     }
 
 
@@ -230,8 +249,8 @@ def _policy(data: dict) -> Policy:
     return Policy(**data)
 
 
-def _job(spec: dict, order: int, smallest_gpu_memory: int = 32768) -> Job:
-    gpu_memory = None if spec.get("gpu_memory") is None else memory_mib(spec["gpu_memory"])
+def _job(spec: dict, order: int, smallest_gpu_memory: int = DEVICE_MEMORY) -> Job:
+    gpu_memory = None if spec.get("gpu_memory") is None else memory_bytes(spec["gpu_memory"])
     gpus = spec.get("gpus")
     if gpu_memory is not None:  # R3.4: the share of the smallest device, for accounting
         gpus = round(gpu_memory / smallest_gpu_memory, 3)
@@ -240,8 +259,8 @@ def _job(spec: dict, order: int, smallest_gpu_memory: int = 32768) -> Job:
         name=spec["name"],
         gpus=float(gpus),
         cpu_millis=0 if spec.get("cpu") is None else cpu_millis(spec["cpu"]),
-        memory_mib=0 if spec.get("memory") is None else memory_mib(spec["memory"]),
-        gpu_memory_mib=gpu_memory,
+        memory_bytes=0 if spec.get("memory") is None else memory_bytes(spec["memory"]),
+        gpu_memory_bytes=gpu_memory,
         pods=int(spec.get("pods") or 1),
         type=spec.get("type") or "train",
         priority=spec.get("priority"),
@@ -259,12 +278,15 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
         nodes=scenario.nodes, projects=scenario.projects, departments=scenario.departments
     )
     order = 0
+    meter = Meter(scenario.budgets)
     plan = plan_cycle(snapshot, scenario.policy)
     for i, step in enumerate(scenario.steps):
         if "at" in step:
             if step["at"] < snapshot.now:
                 result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
+            meter.advance(snapshot, float(step["at"]))  # R20.1, R20.5
             snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
+        snapshot = meter.apply(snapshot)  # R20.2-R20.4
         decided: list = []
         if step.get("failed_devices"):
             snapshot = _fail_devices(snapshot, step["failed_devices"])
@@ -273,7 +295,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
         for spec in step.get("submit", []):
             order += 1
             job = _job(spec, order, scenario.smallest_gpu_memory)
-            snapshot = dataclasses.replace(snapshot, jobs=(*snapshot.jobs, job))
+            snapshot = meter.apply(dataclasses.replace(snapshot, jobs=(*snapshot.jobs, job)))
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
             decided += [d for p in plans for d in p.decisions]
             plan = plans[-1]
@@ -290,6 +312,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
             result.report += tables(scenario, snapshot, plan, f"after step {i}")
             result.failures += check(step["expect"], snapshot, plan, i)
             result.failures += check_resources(step["expect"], snapshot, decided, i)
+            result.failures += meter.check(step["expect"], i)
     result.snapshot = snapshot
     return result
 
@@ -318,10 +341,10 @@ def check_resources(expect: dict, snapshot: Snapshot, decided: list, step: int) 
             failures.append(f"step {step}: CPU of {project} = {got}m, want {want}")
     for project, want in expect.get("allocated_memory", {}).items():
         got = sum(
-            j.memory_mib * j.pods for j in snapshot.jobs if j.project == project and j.running
+            j.memory_bytes * j.pods for j in snapshot.jobs if j.project == project and j.running
         )
-        if got != memory_mib(want):
-            failures.append(f"step {step}: memory of {project} = {got}Mi, want {want}")
+        if got != memory_bytes(want):
+            failures.append(f"step {step}: memory of {project} = {format_memory(got)}, want {want}")
     for key, want in expect.get("devices", {}).items():
         job = jobs.get(key)
         got = sorted(d for p in job.placement for d in p.devices) if job else None

@@ -1,7 +1,7 @@
 """Replay a scenario file through a running portal's REST API; print the tables of
 `scheduler_tools.replay`.
 
-    python scripts/replay_scenario.py ../shared/scenarios/tr4858.json \
+    python scripts/replay_scenario.py tests/fixtures/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
 
 The scenario's nodes (with their CPU, memory, GPU memory and failed devices), departments and
@@ -39,6 +39,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler import Department, Job, Node, Plan, PodPlacement, Policy, Project, Snapshot
+from scheduler.quantity import MIB, format_memory, memory_bytes
 from scheduler_tools.scenario import (
     ReplayResult,
     Scenario,
@@ -130,15 +131,15 @@ def upsert(portal: Portal, collection: str, body: dict) -> None:
 
 
 def node_body(node: Node) -> dict:
-    """The node as the API takes it, CPU and memory exact (`m`, `Mi`). What the scenario leaves
+    """The node as the API takes it, CPU and memory exact (`m`, bytes). What the scenario leaves
     unset is left out, so a node the portal already has (from a Kubernetes inventory, say) keeps
     its allocatable CPU and memory and its failed devices; `--reset` starts from no nodes."""
-    body = {"name": node.name, "gpus": node.gpus, "gpu_memory_mib": node.gpu_memory_mib,
+    body = {"name": node.name, "gpus": node.gpus, "gpu_memory_mib": node.gpu_memory_bytes // MIB,
             "pool": node.pool, "ready": node.ready}  # fmt: skip
     optional = {
         "schedulable": None if node.schedulable else False,
         "cpu": _quantity(node.cpu_millis, "m"),
-        "memory": _quantity(node.memory_mib, "Mi"),
+        "memory": None if node.memory_bytes is None else format_memory(node.memory_bytes),
         "failed_devices": list(node.failed_devices) or None,
     }
     return body | {key: value for key, value in optional.items() if value is not None}
@@ -146,12 +147,14 @@ def node_body(node: Node) -> dict:
 
 def queue_body(queue: Project | Department) -> dict:
     """A department or project as the API takes it: GPU quota, weight and limit, and its CPU and
-    memory limits exact (`m`, `Mi`) when it has them."""
+    memory limits exact (`m`, bytes) when it has them."""
     body = {"name": queue.name, "quota": queue.quota,
             "over_quota_weight": queue.over_quota_weight, "limit": queue.limit}  # fmt: skip
     limits = {
         "cpu_limit": _quantity(queue.cpu_limit_millis, "m"),
-        "memory_limit": _quantity(queue.memory_limit_mib, "Mi"),
+        "memory_limit": None
+        if queue.memory_limit_bytes is None
+        else format_memory(queue.memory_limit_bytes),
     }
     return body | {key: value for key, value in limits.items() if value is not None}
 
@@ -213,8 +216,10 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
         ) if row["status"] in HOLDING else ()  # fmt: skip
         job = Job(row["project"], row["name"], float(row["gpus"]), row["pods"], row["type"],
                   row.get("priority"), order=order, placement=placement,
-                  cpu_millis=row["cpu_millis"] or 0, memory_mib=row["memory_mib"] or 0,
-                  gpu_memory_mib=row["gpu_memory_mib"])  # fmt: skip
+                  cpu_millis=row["cpu_millis"] or 0,
+                  memory_bytes=memory_bytes(row["memory"]) if row.get("memory") else 0,
+                  gpu_memory_bytes=memory_bytes(row["gpu_memory"]) if row.get("gpu_memory")
+                  else None)  # fmt: skip
         jobs.append(job)
         if not placement:
             reasons[job.key] = row.get("pending_reason") or ""

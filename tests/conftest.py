@@ -21,6 +21,7 @@ import dj_database_url
 import pytest
 
 from agents.sessions import LocalSessions, _unreachable
+from scheduler.quantity import GIB
 
 TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/allot"
 
@@ -81,7 +82,7 @@ def nodes(db):
     from portal.cluster.models import Node
 
     return [
-        Node.objects.create(name=name, gpus=8, gpu_memory_mib=32768, pool="default")
+        Node.objects.create(name=name, gpus=8, gpu_memory_bytes=32 * GIB, pool="default")
         for name in ("dgx1-1", "dgx1-2")
     ]
 

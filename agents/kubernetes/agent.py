@@ -343,7 +343,7 @@ class KubernetesAgent:
             except Exception as exc:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
-        memory = {n.name: n.gpu_memory_mib for n in self._nodes if n.gpu_memory_mib}
+        memory = {n.name: n.gpu_memory_bytes for n in self._nodes if n.gpu_memory_bytes}
         held = self._vacated(stops, starts) if starts else {}
         self._each(lambda job: self._start_one(job, memory, held), starts)
 
@@ -618,7 +618,7 @@ class KubernetesAgent:
             held = external.outside(cached, ours)
             nodes = tuple(replace(node, outside_gpus=held[node.name][0],
                                   outside_cpu_millis=held[node.name][1],
-                                  outside_memory_mib=held[node.name][2])
+                                  outside_memory_bytes=held[node.name][2])
                           if node.name in held else node for node in nodes)  # fmt: skip
             try:
                 workloads, self._members = external.workloads(cached, self._owners)

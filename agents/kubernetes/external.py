@@ -27,6 +27,7 @@ containers (sidecars), at least the largest init container's, plus the pod's ove
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -116,14 +117,14 @@ def limit(pod: dict, name: str, scale: Decimal) -> int | None:
         if value in (None, ""):
             return None
         total += _quantity(value, scale)
-    return int(total)
+    return math.ceil(total)
 
 
-MILLI, MIB = Decimal(1000), Decimal(1) / Decimal(2**20)
+MILLI, MIB = Decimal(1000), Decimal(2**20)
 
 
 def gpus(pod: dict) -> tuple[float, int | None]:
-    """(GPUs, GPU memory in MiB) the pod asks for: whole devices, a fraction or memory."""
+    """(GPUs, GPU memory in bytes) the pod asks for: whole devices, a fraction or memory."""
     notes = pod["metadata"].get("annotations") or {}
     whole = request(pod, manifests.GPU)
     if whole:
@@ -137,8 +138,7 @@ def gpus(pod: dict) -> tuple[float, int | None]:
     memory = _quantity(notes.get(GPU_MEMORY), Decimal(1)) if notes.get(GPU_MEMORY) else 0
     if memory:  # KAI reads a bare number as MiB
         raw = str(notes[GPU_MEMORY]).strip()
-        mib = int(memory) if raw.isdigit() else int(memory * MIB)
-        return 0.0, mib
+        return 0.0, int(memory * MIB) if raw.isdigit() else int(memory)
     return 0.0, None
 
 
@@ -147,18 +147,18 @@ def requests_of(pod: dict) -> dict:
     count, memory = gpus(pod)
     return {
         "gpus": count,
-        "gpu_memory_mib": memory,
-        "cpu_millis": int(request(pod, "cpu", MILLI)),
-        "memory_mib": int(request(pod, "memory", MIB)),
+        "gpu_memory_bytes": memory,
+        "cpu_millis": math.ceil(request(pod, "cpu", MILLI)),  # a request rounds up, as in
+        "memory_bytes": math.ceil(request(pod, "memory")),  # scheduler.quantity
         "cpu_limit_millis": limit(pod, "cpu", MILLI),
-        "memory_limit_mib": limit(pod, "memory", MIB),
+        "memory_limit_bytes": limit(pod, "memory", Decimal(1)),
     }
 
 
 def outside(
     pods: Iterable[dict], ours: set[tuple[str, str, str]] | None = None
 ) -> dict[str, tuple[int, int, int]]:
-    """Per node, the summed (GPUs, CPU millis, memory MiB) of the live pods bound there that
+    """Per node, the summed (GPUs, CPU millis, memory bytes) of the live pods bound there that
     Allot neither made nor bound (other schedulers, DaemonSets, static pods). With `ours`
     ((namespace, project, job) of the jobs Allot runs), a pod another tool made counts as
     Allot's only when its labels name one of them in that namespace: a label anyone may set
@@ -171,7 +171,7 @@ def outside(
         sums = found.setdefault(node, [Decimal(0)] * 3)
         for index, amount in enumerate(_held(pod)):
             sums[index] += amount
-    return {node: (int(g), int(c), int(m)) for node, (g, c, m) in found.items()}
+    return {node: (int(g), math.ceil(c), math.ceil(m)) for node, (g, c, m) in found.items()}
 
 
 def _allots_own(pod: dict, ours: set[tuple[str, str, str]] | None) -> bool:
@@ -191,14 +191,14 @@ _HELD: dict[tuple[str, str], tuple[Decimal, Decimal, Decimal]] = {}
 
 
 def _held(pod: dict) -> tuple[Decimal, Decimal, Decimal]:
-    """(GPUs, CPU millis, memory MiB) one pod requests, kept by uid and resourceVersion: the
+    """(GPUs, CPU millis, memory bytes) one pod requests, kept by uid and resourceVersion: the
     same pods are summed every cycle, and parsing their quantities was most of the cost."""
     metadata = pod["metadata"]
     key = (metadata.get("uid", ""), metadata.get("resourceVersion", ""))
     held = _HELD.get(key)
     if held is None:
         held = (request(pod, manifests.GPU), request(pod, "cpu", MILLI),
-                request(pod, "memory", MIB))  # fmt: skip
+                request(pod, "memory"))  # fmt: skip
         if len(_HELD) > 50000:
             _HELD.clear()
         _HELD[key] = held

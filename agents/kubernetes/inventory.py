@@ -1,7 +1,8 @@
 """What the cluster has: nodes with `nvidia.com/gpu` allocatable, read with the official client.
 
 GPU model and memory come from NVIDIA GPU feature discovery's labels (`nvidia.com/gpu.product`,
-`nvidia.com/gpu.memory` in MiB), the pool from a configurable label (default `allot.io/pool`),
+`nvidia.com/gpu.memory` in MiB, kept in bytes as every memory amount, issue 33), the pool from a
+configurable label (default `allot.io/pool`),
 readiness from the Ready condition and the cordon from `spec.unschedulable`. Nodes without GPUs
 are not Allot's concern and are left out.
 
@@ -140,11 +141,11 @@ def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | N
         ready=ready,
         gpus=gpus,
         gpu_product=labels.get(PRODUCT_LABEL, ""),
-        gpu_memory_mib=int(memory) if memory.isdigit() else None,
+        gpu_memory_bytes=int(memory) * 2**20 if memory.isdigit() else None,  # MiB
         pool=labels.get(config.pool_label, config.default_pool),
         schedulable=not (node.spec and node.spec.unschedulable),
         cpu_millis=_amount(allocatable.get("cpu"), 1000),
-        memory_mib=_amount(allocatable.get("memory"), 1 / 2**20),
+        memory_bytes=_amount(allocatable.get("memory"), 1),
         failed_devices=tuple(range(0 if gpu_trouble else healthy, gpus)),
     )
 

@@ -78,7 +78,7 @@ def pod_name(job: JobSpec, index: int) -> str:
     return f"{job.name}-{index}"
 
 
-def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
+def job_pods(job: JobSpec, gpu_memory_bytes: dict[str, int] | None = None,
              image_pull_policy: str = "IfNotPresent",
              session_secret: str = "") -> list[dict]:  # fmt: skip
     """One pod per placed pod of the job, each for its node (bound there after creation).
@@ -86,7 +86,7 @@ def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
     With `session_secret`, a Launch Jupyter job's notebook server is set up to answer the
     portal's session proxy (`sessions.notebook_container`)."""
     pods = [
-        _pod(job, index, pod, (gpu_memory_mib or {}).get(pod.node), image_pull_policy)
+        _pod(job, index, pod, (gpu_memory_bytes or {}).get(pod.node), image_pull_policy)
         for index, pod in enumerate(job.placement)
     ]
     if session_secret and sessions.is_session(job):
@@ -100,10 +100,10 @@ def job_pods(job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
     return pods
 
 
-def _pod(job: JobSpec, index: int, pod: PodSpec, memory_mib: int | None, pull: str) -> dict:
+def _pod(job: JobSpec, index: int, pod: PodSpec, memory_bytes: int | None, pull: str) -> dict:
     """Pod `index` of `job` on its node: one container, its GPUs, its volumes."""
     volumes, mounts = _volumes(job)
-    container = _container(job, pull) | _gpus(pod, memory_mib)
+    container = _container(job, pull) | _gpus(pod, memory_bytes)
     resources = container_resources(job, container.pop("resources", {}).get("limits", {}))
     if resources:
         container["resources"] = resources
@@ -174,7 +174,7 @@ def _rendezvous_env(job: JobSpec, index: int) -> list[dict]:
     return [{"name": key, "value": value} for key, value in variables.items()]
 
 
-def _gpus(pod: PodSpec, memory_mib: int | None) -> dict:
+def _gpus(pod: PodSpec, memory_bytes: int | None) -> dict:
     """Whole devices as the device plugin's resource; a fraction of one device (the
     reservation pod holds it, as in KAI) as the variables that name it and its share."""
     if pod.share < 1:
@@ -183,8 +183,9 @@ def _gpus(pod: PodSpec, memory_mib: int | None) -> dict:
             {"name": "NVIDIA_VISIBLE_DEVICES", "value": devices},
             {"name": "ALLOT_GPU_FRACTION", "value": f"{pod.share:g}"},
         ]
-        if memory_mib:
-            env.append({"name": "ALLOT_GPU_MEMORY_MIB", "value": str(int(memory_mib * pod.share))})
+        if memory_bytes:
+            mib = int(memory_bytes * pod.share) // 2**20  # the variable has always been in MiB
+            env.append({"name": "ALLOT_GPU_MEMORY_MIB", "value": str(mib)})
         return {"env": env}
     if pod.devices:
         return {"resources": {"limits": {GPU: len(pod.devices)}}}
@@ -193,18 +194,18 @@ def _gpus(pod: PodSpec, memory_mib: int | None) -> dict:
 
 def container_resources(job: JobSpec, gpu_limits: dict) -> dict:
     """The container's `resources`: the job's CPU and memory requests and limits per pod
-    (issue 26; millicores and MiB, which Kubernetes reads as they are: "500m", "16384Mi") and
+    (issue 26; millicores and bytes, which Kubernetes reads exactly: "500m", "50000000") and
     the device plugin's GPUs. A limit left out is none (a memory limit is the point past which
     the pod is killed, so Allot sets one only when asked, as Run:AI)."""
     requests, limits = {}, dict(gpu_limits)
     if job.cpu_millis:
         requests["cpu"] = f"{job.cpu_millis}m"
-    if job.memory_mib:
-        requests["memory"] = f"{job.memory_mib}Mi"
+    if job.memory_bytes:
+        requests["memory"] = str(job.memory_bytes)
     if job.cpu_limit_millis is not None:
         limits["cpu"] = f"{job.cpu_limit_millis}m"
-    if job.memory_limit_mib is not None:
-        limits["memory"] = f"{job.memory_limit_mib}Mi"
+    if job.memory_limit_bytes is not None:
+        limits["memory"] = str(job.memory_limit_bytes)
     return {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
 
 

@@ -173,7 +173,7 @@ def _unbound(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
     return True
 
 
-def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int] | None = None,
+def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_bytes: dict[str, int] | None = None,
               image_pull_policy: str = "IfNotPresent", session_secret: str = "",
               namespaces: Namespaces | None = None,
               workspace: dict | None = None) -> list[str]:  # fmt: skip
@@ -184,7 +184,7 @@ def start_job(api: client.ApiClient, job: JobSpec, gpu_memory_mib: dict[str, int
     known to exist; one deleted since is created again, and the start tried once more.
     `workspace`: the claim the job's pods mount (a user's workspace), created unless it exists."""
     core = client.CoreV1Api(api)
-    made = manifests.job_pods(job, gpu_memory_mib, image_pull_policy, session_secret)
+    made = manifests.job_pods(job, gpu_memory_bytes, image_pull_policy, session_secret)
     namespaces = namespaces if namespaces is not None else Namespaces()
     try:
         return _start(core, job, made, namespaces, workspace)

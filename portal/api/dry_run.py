@@ -85,8 +85,8 @@ def preview(user, fields: dict) -> Preview:
         fields.get("type", JobType.TRAIN), fields.get("priority"),
         order=max((queued.order for queued in view.jobs), default=0) + 1,
         user=user.get_username(), image=fields.get("image", ""),
-        cpu_millis=fields.get("cpu_millis") or 0, memory_mib=fields.get("memory_mib") or 0,
-        gpu_memory_mib=fields.get("gpu_memory_mib"),
+        cpu_millis=fields.get("cpu_millis") or 0, memory_bytes=fields.get("memory_bytes") or 0,
+        gpu_memory_bytes=fields.get("gpu_memory_bytes"),
     )  # fmt: skip
     if project.name not in {queue.name for queue in view.projects}:
         return Preview(False, (), "its project is new: the next cycle sees it")

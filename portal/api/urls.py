@@ -4,6 +4,7 @@ from django.urls import path
 
 from portal.api.views.accounting import Accounting
 from portal.api.views.audit import AuditList
+from portal.api.views.budgets import BudgetDetail, BudgetList
 from portal.api.views.cluster import NodeDetail, NodeList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
@@ -95,6 +96,8 @@ urlpatterns = [
     path("auth/tokens/<int:pk>/", MyTokenDetail.as_view(), name="my-token-detail"),
     path("analytics/allocation/", AnalyticsAllocation.as_view(), name="analytics-allocation"),
     path("accounting/", Accounting.as_view(), name="accounting-report"),
+    path("budgets/", BudgetList.as_view(), name="budget-list"),
+    path("budgets/<int:pk>/", BudgetDetail.as_view(), name="budget-detail"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),

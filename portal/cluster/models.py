@@ -1,4 +1,4 @@
-"""Nodes: `gpus` identical devices (indexes 0..gpus-1) of `gpu_memory_mib` each."""
+"""Nodes: `gpus` identical devices (indexes 0..gpus-1) of `gpu_memory_bytes` each."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ class Node(models.Model):
     gpus = models.PositiveSmallIntegerField(
         validators=[MinValueValidator(0), MaxValueValidator(MAX_GPUS_PER_NODE)]
     )
-    gpu_memory_mib = models.PositiveIntegerField(default=32768, validators=[MinValueValidator(1)])
+    gpu_memory_bytes = models.PositiveBigIntegerField(
+        default=32 * 2**30, validators=[MinValueValidator(1)]
+    )
     pool = models.CharField(max_length=63, default="default", validators=[validate_dns_label])
     ready = models.BooleanField(default=True)
     schedulable = models.BooleanField(default=True)  # an admin's cordon in Allot
@@ -30,11 +32,11 @@ class Node(models.Model):
     # model from GPU feature discovery, and a cordon made in the cluster (`kubectl cordon`).
     gpu_product = models.CharField(max_length=128, blank=True, default="")
     cordoned_in_cluster = models.BooleanField(default=False)
-    # Allocatable CPU (millicores) and memory (MiB) for pods (issue 26): set by admins for the
-    # simulated cluster, read from the node's status.allocatable on Kubernetes; None = not
-    # tracked (never the limiting resource).
+    # Allocatable CPU (millicores) and memory (bytes, issue 33) for pods (issue 26): set by
+    # admins for the simulated cluster, read from the node's status.allocatable on Kubernetes;
+    # None = not tracked (never the limiting resource).
     cpu_millis = models.PositiveIntegerField(null=True, blank=True)
-    memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     # GPU device indexes out of service, as the two cordons: marked by an admin in Allot
     # (`failed_devices`; the simulated cluster's way) and found by the Kubernetes inventory
     # (`failed_in_cluster`: allocatable nvidia.com/gpu dropped below capacity, or an unhealthy
@@ -46,7 +48,7 @@ class Node(models.Model):
     # places nothing on that room (R2.6) and the overview shows it as used outside Allot.
     outside_gpus = models.PositiveSmallIntegerField(default=0)
     outside_cpu_millis = models.PositiveIntegerField(default=0)
-    outside_memory_mib = models.PositiveBigIntegerField(default=0)
+    outside_memory_bytes = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

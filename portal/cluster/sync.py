@@ -31,8 +31,8 @@ def sync_nodes(reported: tuple[NodeStatus, ...]) -> bool:
             "ready": node.ready,
             "cordoned_in_cluster": not node.schedulable,
         }
-        if node.gpu_memory_mib:
-            fields["gpu_memory_mib"] = node.gpu_memory_mib
+        if node.gpu_memory_bytes:
+            fields["gpu_memory_bytes"] = node.gpu_memory_bytes
         fields |= _resources(node)
         row = rows.get(name)
         if row is None:
@@ -53,11 +53,11 @@ def _resources(node: NodeStatus) -> dict:
     fields = {}
     if node.cpu_millis is not None:
         fields["cpu_millis"] = node.cpu_millis
-    if node.memory_mib is not None:
-        fields["memory_mib"] = node.memory_mib
+    if node.memory_bytes is not None:
+        fields["memory_bytes"] = node.memory_bytes
     if node.failed_devices is not None:
         fields["failed_in_cluster"] = list(node.failed_devices)
     fields["outside_gpus"] = min(max(node.outside_gpus, 0), MAX_GPUS_PER_NODE)
     fields["outside_cpu_millis"] = max(node.outside_cpu_millis, 0)
-    fields["outside_memory_mib"] = max(node.outside_memory_mib, 0)
+    fields["outside_memory_bytes"] = max(node.outside_memory_bytes, 0)
     return fields

@@ -59,10 +59,11 @@ def cores(millis) -> str:
     return cores_text(int(millis or 0))
 
 
-def memory(mib) -> str:
-    """MiB in words: 65536 -> "64 GiB", 1536 -> "1.5 GiB", 300 -> "300 MiB", 0 -> "0 GiB"."""
-    mib = int(mib or 0)
-    return memory_text(mib) if mib else "0 GiB"
+def memory(size) -> str:
+    """Bytes in words, exactly (issue 33): 64 GiB -> "64 GiB", 1.5 GiB -> "1.5 GiB", 50000000 ->
+    "50 MB", 0 -> "0 GiB"."""
+    size = int(size or 0)
+    return memory_text(size) if size else "0 GiB"
 
 
 def duration(seconds) -> str:

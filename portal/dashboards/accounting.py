@@ -47,7 +47,7 @@ CSV_FIGURES = ["allocated_gpu_hours", "used_gpu_hours", "unmeasured_gpu_hours", 
                "used_basis", "over_quota_gpu_hours", "runs", "allocated_core_hours",
                "allocated_memory_gib_hours"]  # fmt: skip
 UNITS_PER_CORE_HOUR = 1000 * 3600 * 1_000_000  # millicores x microseconds
-UNITS_PER_GIB_HOUR = 1024 * 3600 * 1_000_000  # MiB x microseconds
+UNITS_PER_GIB_HOUR = 2**30 * 3600 * 1_000_000  # bytes x microseconds
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def periods(since: datetime, until: datetime, period: str) -> list[Period]:
 @dataclass
 class Piece:
     """What one run held in one period: units, over quota, measured units, used, simulated, and
-    its CPU and memory in millicore- and MiB-microseconds."""
+    its CPU and memory in millicore- and byte-microseconds."""
 
     units: int = 0
     over: int = 0
@@ -289,7 +289,7 @@ def for_user(user, params: Mapping[str, str], now: datetime) -> tuple[Report | N
 def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now: datetime):
     """The report of `query` over `runs` (those the asker may see) of `projects`."""
     # a CPU-only job's runs hold no GPU, but CPU and memory (issue 26)
-    runs = runs.filter(Q(gpus__gt=0) | Q(cpu_millis__gt=0) | Q(memory_mib__gt=0))
+    runs = runs.filter(Q(gpus__gt=0) | Q(cpu_millis__gt=0) | Q(memory_bytes__gt=0))
     if query.project:
         runs = runs.filter(project__name=query.project)
     if query.user:
@@ -324,7 +324,7 @@ def build(query: Query, runs: QuerySet[JobRun], projects: QuerySet[Project], now
                     piece = pieces[(period, span.run_id)] = Piece()
                 piece.add(span.milli * length, over * length, utilization, simulated)
                 piece.cpu += span.cpu_millis * length
-                piece.memory += span.memory_mib * length
+                piece.memory += span.memory_bytes * length
         for (period, run), piece in pieces.items():
             report.add(period, keys[query.group_by](runs_held[run]), piece, run)
     return report

@@ -7,7 +7,7 @@ database group rows into steps (`EpochBucket`), and returns one value per step a
 None where nothing was recorded, so a chart shows a gap instead of inventing a line.
 
 CPU and memory (issue 26) are what the pods of the project's running jobs request, sampled in
-millicores and MiB and answered in cores and GiB (`cpu`, `memory`).
+millicores and bytes and answered in cores and GiB (`cpu`, `memory`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ AUTO_POINTS = 1000  # an automatic step gives at most this many points
 NICE_STEPS_S = (1, 2, 5, 10, 30, 60, 300, 3600, 3 * 3600, 6 * 3600, 86400)
 SERIES = ("allocated", "quota", "fair_share", "pending", "running", "utilization", "idle", "cpu",
           "memory")  # fmt: skip
-MILLIS_PER_CORE, MIB_PER_GIB = 1000, 1024
+MILLIS_PER_CORE, BYTES_PER_GIB = 1000, 2**30
 # the CSV's header: time, project, then one column per SERIES
 CSV_COLUMNS = ("time", "project", "allocated_gpus", "quota", "fair_share", "pending_jobs",
                "running_jobs", "utilization", "idle_gpus", "allocated_cpu_cores",
@@ -207,7 +207,7 @@ _RAW = _sql(
      "SUM(pending_jobs)::float8 / COUNT(*)", "SUM(running_jobs)::float8 / COUNT(*)",
      "SUM(utilization) / NULLIF(COUNT(utilization), 0)", "SUM(idle_gpus) / COUNT(*)",
      f"SUM(allocated_cpu_millis::float8) / COUNT(*) / {MILLIS_PER_CORE}",
-     f"SUM(allocated_memory_mib::float8) / COUNT(*) / {MIB_PER_GIB}"),
+     f"SUM(allocated_memory_bytes::float8) / COUNT(*) / {BYTES_PER_GIB}"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP = _sql(
@@ -218,7 +218,7 @@ _ROLLUP = _sql(
      "SUM(utilization_sum) / NULLIF(SUM(utilization_samples), 0)",
      "SUM(idle_sum) / SUM(samples)",
      f"SUM(cpu_millis_sum) / SUM(samples) / {MILLIS_PER_CORE}",
-     f"SUM(memory_mib_sum) / SUM(samples) / {MIB_PER_GIB}"),
+     f"SUM(memory_bytes_sum) / SUM(samples) / {BYTES_PER_GIB}"),
     "BOOL_OR(simulated)", grouped=True,
 )  # fmt: skip
 _ROLLUP_AS_IS = _sql(
@@ -227,7 +227,7 @@ _ROLLUP_AS_IS = _sql(
      "pending_sum / samples", "running_sum / samples",
      "utilization_sum / NULLIF(utilization_samples, 0)", "idle_sum / samples",
      f"cpu_millis_sum / samples / {MILLIS_PER_CORE}",
-     f"memory_mib_sum / samples / {MIB_PER_GIB}"),
+     f"memory_bytes_sum / samples / {BYTES_PER_GIB}"),
     "simulated", grouped=False,
 )  # fmt: skip
 
@@ -264,7 +264,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
                 a=Avg("allocated_gpus"), q=Avg("quota"), f=Avg("fair_share"),
                 p=Avg("pending_jobs"), r=Avg("running_jobs"), u=Avg("utilization"),
                 i=Avg("idle_gpus"), c=Avg("allocated_cpu_millis"),
-                m=Avg("allocated_memory_mib"), sim=Count("id", filter=Q(simulated=True)),
+                m=Avg("allocated_memory_bytes"), sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
         means = [(row, 1, 1) for row in rows]
@@ -278,7 +278,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
                 n=Sum("samples"), a=Sum("allocated_sum"), q=Sum("quota_sum"),
                 f=Sum("fair_share_sum"), p=Sum("pending_sum"), r=Sum("running_sum"),
                 u=Sum("utilization_sum"), un=Sum("utilization_samples"), i=Sum("idle_sum"),
-                c=Sum("cpu_millis_sum"), m=Sum("memory_mib_sum"),
+                c=Sum("cpu_millis_sum"), m=Sum("memory_bytes_sum"),
                 sim=Count("id", filter=Q(simulated=True)),
             )
         )  # fmt: skip
@@ -290,7 +290,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
             round(row["p"] / n, 3), round(row["r"] / n, 3),
             round(row["u"] / un, 3) if row["u"] is not None and un else None,
             round(row["i"] / n, 3),
-            round(row["c"] / n / MILLIS_PER_CORE, 3), round(row["m"] / n / MIB_PER_GIB, 3),
+            round(row["c"] / n / MILLIS_PER_CORE, 3), round(row["m"] / n / BYTES_PER_GIB, 3),
             bool(row["sim"]),
         )
         for row, n, un in means
@@ -300,7 +300,7 @@ def _rows_portable(resolution: int, start: datetime, end: datetime, step: int, f
 _UPSERT = """
 INSERT INTO jobs_usagerollup (resolution_s, bucket, project_id, samples, quota_sum,
     fair_share_sum, allocated_sum, running_sum, pending_sum, utilization_sum,
-    utilization_samples, idle_sum, cpu_millis_sum, memory_mib_sum, simulated)
+    utilization_samples, idle_sum, cpu_millis_sum, memory_bytes_sum, simulated)
 VALUES (%s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     samples = jobs_usagerollup.samples + 1,
@@ -313,7 +313,7 @@ ON CONFLICT (resolution_s, project_id, bucket) DO UPDATE SET
     utilization_samples = jobs_usagerollup.utilization_samples + excluded.utilization_samples,
     idle_sum = jobs_usagerollup.idle_sum + excluded.idle_sum,
     cpu_millis_sum = jobs_usagerollup.cpu_millis_sum + excluded.cpu_millis_sum,
-    memory_mib_sum = jobs_usagerollup.memory_mib_sum + excluded.memory_mib_sum,
+    memory_bytes_sum = jobs_usagerollup.memory_bytes_sum + excluded.memory_bytes_sum,
     simulated = excluded.simulated
 """
 
@@ -330,7 +330,7 @@ def roll_up(samples: Iterable[UsageSample]) -> None:
                 (resolution, bucket, sample.project_id, sample.quota, sample.fair_share,
                  sample.allocated_gpus, sample.running_jobs, sample.pending_jobs,
                  sample.utilization or 0.0, int(measured), sample.idle_gpus,
-                 sample.allocated_cpu_millis, sample.allocated_memory_mib, sample.simulated)
+                 sample.allocated_cpu_millis, sample.allocated_memory_bytes, sample.simulated)
             )  # fmt: skip
     if params:
         with connection.cursor() as cursor:

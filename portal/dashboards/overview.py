@@ -19,11 +19,13 @@ from django.utils import timezone
 
 from portal import access
 from portal.cluster import metrics
+from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, JobEvent, JobType, Status, UsageSample
 from portal.jobs.queries import with_usage
 from portal.jobs.redaction import redactor
 from portal.tenancy.models import Project
+from scheduler.quantity import MIB, mib_ceil
 
 JOBS_SHOWN = 1000  # per list and viewer; the totals count them all
 IDLE_BELOW = 0.05  # a GPU under 5 % utilization is idle (Run:AI's "idle allocated GPUs")
@@ -152,18 +154,26 @@ def _cpu_and_memory(nodes: list[dict]) -> dict:
     return {
         "cpu_millis": sum(node["cpu_millis"] or 0 for node in ready),
         "allocated_cpu_millis": sum(node["allocated_cpu_millis"] for node in nodes),
-        "memory_mib": sum(node["memory_mib"] or 0 for node in ready),
-        "allocated_memory_mib": sum(node["allocated_memory_mib"] for node in nodes),
+        **memory_figure("memory", sum(node["memory_bytes"] or 0 for node in ready), floor=True),
+        **memory_figure("allocated_memory", sum(node["allocated_memory_bytes"] for node in nodes)),
     }
 
 
+def memory_figure(name: str, size: int | None, floor: bool = False) -> dict:
+    """A memory amount both ways: `<name>_bytes` exactly (issue 33), and `<name>_mib` as the
+    overview has always answered it (a node's rounded down, a request up) for its readers."""
+    if size is None:
+        return {f"{name}_mib": None, f"{name}_bytes": None}
+    return {f"{name}_mib": size // MIB if floor else mib_ceil(size), f"{name}_bytes": size}
+
+
 def _requests_by_project(holding: list[Job]) -> dict[str, tuple[int, int]]:
-    """project name -> (millicores, MiB) its placed pods request."""
+    """project name -> (millicores, bytes) its placed pods request."""
     held: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for job in holding:
         pods = len(job.placed_pods)
         held[job.project.name][0] += job.cpu_millis * pods
-        held[job.project.name][1] += job.memory_mib * pods
+        held[job.project.name][1] += job.memory_bytes * pods
     return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
 
 
@@ -193,9 +203,9 @@ def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
                 "utilization": project.utilization,
                 "utilization_simulated": bool(project.utilization_simulated),
                 "allocated_cpu_millis": requests.get(project.name, (0, 0))[0],
-                "allocated_memory_mib": requests.get(project.name, (0, 0))[1],
+                **memory_figure("allocated_memory", requests.get(project.name, (0, 0))[1]),
                 "cpu_limit_millis": project.cpu_limit_millis,
-                "memory_limit_mib": project.memory_limit_mib,
+                **memory_figure("memory_limit", project.memory_limit_bytes),
             }
         )
     return rows
@@ -283,7 +293,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
     for job in holding:
         for pod in job.placed_pods:
             requests[pod.node][0] += job.cpu_millis
-            requests[pod.node][1] += job.memory_mib
+            requests[pod.node][1] += job.memory_bytes
             for index in pod.devices:
                 on_device[pod.node][index].append(
                     {"project": job.project.name, "name": job.name, "share": pod.share}
@@ -298,9 +308,8 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
             measured = figures.devices.get(node.name) or None
         devices, failed = [], node.out_of_service
         # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
-        taken = {*failed, *on_device[node.name]}
-        free = [index for index in range(node.gpus - 1, -1, -1) if index not in taken]
-        outside = set(free[: node.outside_gpus])
+        outside = set(outside_devices(node.gpus, node.outside_gpus,
+                                      {*failed, *on_device[node.name]}))  # fmt: skip
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -324,7 +333,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "schedulable": node.takes_new_pods,
                 "gpu_product": node.gpu_product,
                 "gpus": node.gpus,
-                "gpu_memory_mib": node.gpu_memory_mib,
+                **memory_figure("gpu_memory", node.gpu_memory_bytes, floor=True),
                 "allocated_gpus": round(sum(device["allocated"] for device in devices), 3),
                 "utilization": round(sum(known) / len(known), 3) if known else None,
                 "utilization_simulated": figures.simulated,
@@ -332,11 +341,11 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                 "failed_devices": failed,
                 "outside_gpus": len(outside),
                 "cpu_millis": node.cpu_millis,
-                "memory_mib": node.memory_mib,
+                **memory_figure("memory", node.memory_bytes, floor=True),
                 "allocated_cpu_millis": requests[node.name][0],
-                "allocated_memory_mib": requests[node.name][1],
+                **memory_figure("allocated_memory", requests[node.name][1]),
                 "outside_cpu_millis": node.outside_cpu_millis,
-                "outside_memory_mib": node.outside_memory_mib,
+                **memory_figure("outside_memory", node.outside_memory_bytes),
             }
         )
     return rows

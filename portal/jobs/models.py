@@ -56,7 +56,7 @@ class ServiceType(models.TextChoices):
 
 class Job(models.Model):
     """`pods` pods of `gpus` GPUs each (a fraction 0.01..0.99 or a whole number of devices; 0 for
-    a CPU-only job), each asking `cpu_millis` CPU and `memory_mib` memory.
+    a CPU-only job), each asking `cpu_millis` CPU and `memory_bytes` memory.
 
     `placement` is one entry per pod, `{"node": name, "devices": [index, ...], "share": float}`,
     while the job holds GPUs (ContainerCreating, Running) and `[]` otherwise; the scheduling cycle
@@ -73,14 +73,14 @@ class Job(models.Model):
     gpus = models.DecimalField(max_digits=6, decimal_places=2)
     pods = models.PositiveIntegerField(default=1)
     # Per pod, as Kubernetes' resources.requests/limits (issue 26): CPU in millicores and memory
-    # in MiB requested (what the scheduler places on; 0 = none asked), the limits (None = as the
-    # request for memory, none for CPU, as Run:AI), and a fractional GPU asked by memory
-    # (R3.4/R5.5: `gpus` is then the share of the smallest device it stands for).
+    # in bytes (issue 33) requested (what the scheduler places on; 0 = none asked), the limits
+    # (None = as the request for memory, none for CPU, as Run:AI), and a fractional GPU asked by
+    # memory (R3.4/R5.5: `gpus` is then the share of the smallest device it stands for).
     cpu_millis = models.PositiveIntegerField(default=0)
-    memory_mib = models.PositiveIntegerField(default=0)
+    memory_bytes = models.PositiveBigIntegerField(default=0)
     cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
-    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
-    gpu_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    memory_limit_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    gpu_memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     priority = models.IntegerField(null=True, blank=True)
     image = models.CharField(max_length=512, blank=True, default="")
     command = models.JSONField(default=list, blank=True)
@@ -150,7 +150,7 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=models.Q(gpus__gt=0)
                 | models.Q(cpu_millis__gt=0, gpus=0)
-                | models.Q(memory_mib__gt=0, gpus=0),
+                | models.Q(memory_bytes__gt=0, gpus=0),
                 name="job_gpus_or_cpu",
             ),
             models.CheckConstraint(condition=models.Q(pods__gte=1), name="job_pods_gte_1"),
@@ -288,7 +288,7 @@ class JobRun(models.Model):
     gpus = models.FloatField()  # GPUs held: gpus x pods
     # CPU and memory held, per pod x pods (issue 26), kept like `gpus` for the accounting
     cpu_millis = models.PositiveBigIntegerField(default=0, db_default=0)
-    memory_mib = models.PositiveBigIntegerField(default=0, db_default=0)
+    memory_bytes = models.PositiveBigIntegerField(default=0, db_default=0)
     end = models.CharField(max_length=16, choices=RunEnd.choices, blank=True, default="")
     ended_by = models.CharField(max_length=200, blank=True, default="")  # "team-a's reclaim"
     reason = models.TextField(blank=True, default="")
@@ -311,7 +311,8 @@ class JobRun(models.Model):
             job = self.job
             self.project_id, self.job_name = job.project_id, job.name
             self.user_id, self.job_type = job.user_id, job.type
-            self.cpu_millis, self.memory_mib = job.cpu_millis * job.pods, job.memory_mib * job.pods
+            self.cpu_millis = job.cpu_millis * job.pods
+            self.memory_bytes = job.memory_bytes * job.pods
         super().save(*args, **kwargs)
 
     @property
@@ -340,10 +341,10 @@ class UsageSample(models.Model):
     pending_jobs = models.PositiveIntegerField(default=0)
     utilization = models.FloatField(null=True, blank=True)  # 0..1 of the allocated GPUs
     idle_gpus = models.FloatField(default=0.0)  # allocated to running jobs under 5 % utilization
-    # requested by the pods of its running jobs (issue 26); big: a cluster's MiB pass 2**31;
+    # requested by the pods of its running jobs (issue 26); big: a cluster's bytes pass 2**31;
     # db_default: raw INSERTs that predate them (the dashboard benchmark's fill) still work
     allocated_cpu_millis = models.PositiveBigIntegerField(default=0, db_default=0)
-    allocated_memory_mib = models.PositiveBigIntegerField(default=0, db_default=0)
+    allocated_memory_bytes = models.PositiveBigIntegerField(default=0, db_default=0)
     simulated = models.BooleanField(default=False)
 
     class Meta:
@@ -374,7 +375,7 @@ class UsageRollup(models.Model):
     utilization_samples = models.PositiveIntegerField(default=0)
     idle_sum = models.FloatField(default=0.0)
     cpu_millis_sum = models.FloatField(default=0.0, db_default=0.0)
-    memory_mib_sum = models.FloatField(default=0.0, db_default=0.0)
+    memory_bytes_sum = models.FloatField(default=0.0, db_default=0.0)
     simulated = models.BooleanField(default=False)
 
     class Meta:

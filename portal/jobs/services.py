@@ -320,10 +320,10 @@ def _shape(job: Job) -> str:
     event (CPU and memory when asked, issue 26)."""
     pods = f"{job.pods} pods x " if job.pods > 1 else ""
     asked = [f"{float(job.gpus):g} GPU"]
-    if job.gpu_memory_mib:
-        asked[0] += f" ({memory_text(job.gpu_memory_mib)} of GPU memory)"
+    if job.gpu_memory_bytes:
+        asked[0] += f" ({memory_text(job.gpu_memory_bytes)} of GPU memory)"
     if job.cpu_millis:
         asked.append(cores_text(job.cpu_millis))
-    if job.memory_mib:
-        asked.append(f"{memory_text(job.memory_mib)} memory")
+    if job.memory_bytes:
+        asked.append(f"{memory_text(job.memory_bytes)} memory")
     return f"{pods}{', '.join(asked)}, {job.type}"

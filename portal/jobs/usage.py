@@ -41,7 +41,7 @@ class Span:
     end: datetime
     running: bool
     cpu_millis: int = 0  # CPU and memory held, per pod x pods (issue 26)
-    memory_mib: int = 0
+    memory_bytes: int = 0
 
 
 def micros(start: datetime, end: datetime) -> int:
@@ -68,13 +68,14 @@ def spans(runs: QuerySet[JobRun], t0: datetime, t1: datetime, now: datetime) -> 
     )
     rows = overlapping.values_list(
         "id", "job_id", "job_name", "project_id", "project__name",
-        "user__username", "job_type", "gpus", "started_at", "ended_at", "cpu_millis", "memory_mib",
+        "user__username", "job_type", "gpus", "started_at", "ended_at", "cpu_millis",
+        "memory_bytes",
     ).order_by("started_at", "id")  # fmt: skip
     return [
         Span(run_id=run_id, job_id=job_id, job_name=name, project_id=project_id, project=project,
              user=user or "", interactive=kind == JobType.INTERACTIVE, milli=milli_gpus(gpus),
              start=started, end=ended or max(now, started), running=ended is None,
-             cpu_millis=cpu, memory_mib=memory)
+             cpu_millis=cpu, memory_bytes=memory)
         for (run_id, job_id, name, project_id, project, user, kind, gpus, started, ended, cpu,
              memory) in rows
     ]  # fmt: skip

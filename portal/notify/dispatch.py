@@ -24,17 +24,20 @@ import httpx
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import close_old_connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from portal.budgets.models import BudgetNotice
 from portal.celery import app
 from portal.jobs.models import JobEvent
 from portal.jobs.redaction import redactor
 from portal.notify import targets
 from portal.notify.models import NOTIFIED, Delivery, Preference, Webhook
-from portal.tenancy.models import Project
+from portal.tenancy.models import Membership, Project, Role
 
 logger = logging.getLogger(__name__)
 
@@ -131,17 +134,36 @@ def notify_events(event_ids: list[int]) -> None:
     for event in events:
         payload = payload_of(event)
         owner = event.job.user if event.job is not None else None
-        if owner is not None:
-            preference = Preference.objects.filter(user=owner).first() or Preference()
-            if preference.email and owner.email:
-                _guarded(_email, owner.email, payload)
+        people = [owner] if owner is not None else []
+        if event.kind == "budget":
+            people = budget_recipients(event)
+        for person in people:
+            preference = Preference.objects.filter(user=person).first() or Preference()
+            if preference.email and person.email:
+                _guarded(_email, person.email, payload)
             if preference.browser:
-                _guarded(_toast, owner.id, payload)
+                _guarded(_toast, person.id, payload)
         for webhook in Webhook.objects.filter(project_id=event.project_id, active=True):
             delivery = Delivery.objects.create(
                 webhook=webhook, event=payload["event"], job_name=event.job_name, payload=payload
             )
             deliver(delivery.id)
+
+
+def budget_recipients(event: JobEvent) -> list:
+    """Who hears of a budget's threshold (R20.5): the user of a user's budget, else the admins
+    of the budget's projects (a department's: of all its projects)."""
+    notice = BudgetNotice.objects.filter(event=event).select_related("budget__user").first()
+    if notice is None:
+        return []
+    budget = notice.budget
+    if budget.user is not None:
+        return [budget.user]
+    projects = Project.objects.filter(
+        Q(id=budget.project_id) | Q(department_id=budget.department_id, department__isnull=False)
+    )
+    admins = Membership.objects.filter(project__in=projects, role=Role.ADMIN)
+    return list(get_user_model().objects.filter(id__in=admins.values("user_id")).order_by("id"))
 
 
 def _guarded(send, *args) -> None:
@@ -154,7 +176,8 @@ def _guarded(send, *args) -> None:
 
 
 def _email(address: str, payload: dict) -> None:
-    subject = f"[Allot] {payload['project']}/{payload['job']} {payload['event']}"
+    what = f"{payload['project']}/{payload['job']}" if payload["job"] else payload["project"]
+    subject = f"[Allot] {what} {payload['event']}"
     body = f"{payload['message']}\n\nJob: {payload['project']}/{payload['job']}\n"
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [address], fail_silently=False)
 

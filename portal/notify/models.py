@@ -18,6 +18,7 @@ NOTIFIED = {
     "timed out": "timed out",
     "warning": "idle or time-limit warning",
     "stuck": "stuck",
+    "budget": "budget threshold reached",  # R20.5: a project event, no job (portal.budgets)
 }
 
 

@@ -50,7 +50,10 @@ def _build_agent(kind: str) -> Agent:
         }
         sessions = (
             LocalSessions(
-                settings.ALLOT_SESSIONS_DIR, workspaces=settings.ALLOT_WORKSPACES_DIR, **isolation
+                settings.ALLOT_SESSIONS_DIR,
+                workspaces=settings.ALLOT_WORKSPACES_DIR,
+                portal_url=settings.ALLOT_PORTAL_URL,
+                **isolation,
             )
             if settings.ALLOT_SIM_JUPYTER
             else None
@@ -125,8 +128,8 @@ def placement_specs(stored: list[dict]) -> tuple[PodSpec, ...]:
 SPEC_FIELDS = (
     "id", "project__name", "name", "type", "gpus", "pods", "image", "command", "args",
     "environment", "ports", "service_type", "sim_duration_s", "placement", "started_at",
-    "volumes", "user__username", "cpu_millis", "memory_mib", "cpu_limit_millis",
-    "memory_limit_mib", "external_uid", "external_kind", "external_owner", "external_namespace",
+    "volumes", "user__username", "cpu_millis", "memory_bytes", "cpu_limit_millis",
+    "memory_limit_bytes", "external_uid", "external_kind", "external_owner", "external_namespace",
 )  # fmt: skip
 
 
@@ -152,9 +155,9 @@ def spec_from_values(row: dict) -> JobSpec:
             (v["pvc"], v["mount_path"], bool(v.get("read_only"))) for v in row.get("volumes") or ()
         ),
         cpu_millis=row.get("cpu_millis") or 0,
-        memory_mib=row.get("memory_mib") or 0,
+        memory_bytes=row.get("memory_bytes") or 0,
         cpu_limit_millis=row.get("cpu_limit_millis"),
-        memory_limit_mib=row.get("memory_limit_mib"),
+        memory_limit_bytes=row.get("memory_limit_bytes"),
         external=_external(row),
     )
 

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Max
 
 from agents.base import Observation
+from portal.core import formats
 from portal.dashboards.analytics import roll_up
 from portal.dashboards.overview import IDLE_BELOW
 from portal.jobs import placement
@@ -51,10 +52,11 @@ class Update:
 
 
 def describe_placement(pods: Iterable[PodPlacement]) -> str:
-    """'dgx1-1 GPU 0,1; dgx1-2 GPU 3 (0.50)' for event messages."""
+    """'dgx1-1 GPU 0,1; dgx1-2 GPU 3 (0.63)' for event messages (a share spelled as every page
+    spells GPUs, `formats.gpus`: issue 34 item 11)."""
     return "; ".join(
         f"{p.node} GPU {','.join(map(str, p.devices))}"
-        + (f" ({p.share:.2f})" if p.share < 1 else "")
+        + (f" ({formats.gpus(p.share)})" if p.share < 1 else "")
         for p in pods
     )
 
@@ -232,7 +234,7 @@ class _Tally:
     weighted_utilization: float = 0.0
     idle_milli: int = 0  # GPUs of running jobs under IDLE_BELOW utilization
     cpu_millis: int = 0  # requested by the running jobs' pods (issue 26)
-    memory_mib: int = 0
+    memory_bytes: int = 0
 
     def add(self, job: CoreJob, utilization: float | None) -> None:
         if not job.running:
@@ -242,7 +244,7 @@ class _Tally:
         self.running += 1
         self.allocated_milli += milli
         self.cpu_millis += job.cpu_millis * job.pods
-        self.memory_mib += job.memory_mib * job.pods
+        self.memory_bytes += job.memory_bytes * job.pods
         if utilization is not None:
             self.busy_milli += milli
             self.weighted_utilization += utilization * milli
@@ -280,7 +282,7 @@ def write_usage(
             utilization=tallies[name].utilization,
             idle_gpus=tallies[name].idle_milli / 1000,
             allocated_cpu_millis=tallies[name].cpu_millis,
-            allocated_memory_mib=tallies[name].memory_mib,
+            allocated_memory_bytes=tallies[name].memory_bytes,
             simulated=simulated,
         )
         for name, info in state.project_rows.items()

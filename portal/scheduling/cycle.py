@@ -26,9 +26,13 @@ from django.core.cache import cache
 from django.db import connection, transaction
 
 from agents.base import Agent, Observation
+from portal.budgets import services as budget_services
+from portal.budgets.models import Budget
+from portal.budgets.usage import measure_all
 from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
+from portal.notify import dispatch
 from portal.scheduling import (
     cycle_metrics,
     eta,
@@ -82,9 +86,10 @@ def run_cycle(
         observation = observe.reconcile(agent)
         metrics.store_observation(observation)
         past_usage.warm(observation.at)  # R2.9's runs summed here, outside the lock, once a minute
+        budgets = measure_all(Budget.objects.all(), observation.at)  # R20.1, outside the lock
         observed_s = perf_counter() - lap
         if observation.synced:
-            result = _decide(agent, observation, wait, policy or eta.current_policy())
+            result = _decide(agent, observation, wait, policy or eta.current_policy(), budgets)
         else:  # pods it does not see may hold GPUs: no stop, start or move on this view
             message = observation.problem or "the agent's view of the cluster is not synced"
             logger.warning("scheduling cycle skipped: %s", message)
@@ -96,7 +101,7 @@ def run_cycle(
             external.explain(agent, observation)  # why other tools' pods wait (issue 33)
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
-        cycle_metrics.record(result.status, result.timings)
+        cycle_metrics.record(result.status, result.timings, result.decisions)
     finally:
         _process_lock.release()
     if result.status == "done":
@@ -112,7 +117,9 @@ def _rows_changed(fingerprint: int) -> bool:
     return changed
 
 
-def _decide(agent: Agent, observation: Observation, wait: bool, policy: Policy) -> CycleResult:
+def _decide(
+    agent: Agent, observation: Observation, wait: bool, policy: Policy, budgets=None
+) -> CycleResult:
     """Snapshot, plan and commit in one transaction under the cluster lock: database work only."""
     timings: dict[str, float] = {}
     try:
@@ -121,7 +128,7 @@ def _decide(agent: Agent, observation: Observation, wait: bool, policy: Policy) 
                 return CycleResult("busy")
             locked = perf_counter()
             try:
-                return _plan_and_commit(observation, agent.simulated, policy, timings)
+                return _plan_and_commit(observation, agent.simulated, policy, timings, budgets)
             finally:
                 timings["lock_s"] = perf_counter() - locked  # until the commit below, nearly
     except CommitConflict as exc:
@@ -140,10 +147,14 @@ def _cluster_lock(wait: bool) -> bool:
 
 
 def _plan_and_commit(
-    observation: Observation, simulated: bool, policy: Policy, timings: dict[str, float]
+    observation: Observation,
+    simulated: bool,
+    policy: Policy,
+    timings: dict[str, float],
+    budgets=None,
 ) -> CycleResult:
     lap = perf_counter()
-    state = snapshot.load(observation.at)
+    state = snapshot.load(observation.at, budgets)
     if not observation.problem and sync_nodes(observation.nodes):
         state = replace(
             state, nodes=snapshot.load_nodes(state.jobs)
@@ -155,6 +166,7 @@ def _plan_and_commit(
     plan = plan_cycle(view, policy)
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()
     commit_cycle(state, view, plan, changes, observation, simulated, notes)
+    dispatch.after_commit(budget_services.announce(list(state.budgets), observation.at))  # R20.5
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
     fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))

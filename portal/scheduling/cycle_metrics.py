@@ -6,6 +6,14 @@ commit), `snapshot_s`, `plan_s`, `commit_s`, and `carry_out_s` (the agent's star
 after the commit). The latest `WINDOW` cycles are kept in the cache, so every process sees the
 cycles of every worker (Redis in production, process memory in the embedded default);
 `summary()` is what `GET /api/v1/scheduler/cycles/` returns.
+
+For Prometheus (`/metrics`, portal.web.metrics) each cycle also adds to running totals in the
+same cache: a histogram per stage (a counter per bucket, a sum, a count), decisions by kind and
+evictions by the action that decided them. Every worker adds with the cache's atomic `incr`
+(Redis INCR in production) and the web process exposes the totals: several workers never
+overwrite each other, nothing is lost when a worker restarts, and no scrape target is needed
+per worker (prometheus-client's multiprocess mode would need a directory shared by every
+process, which workers on other hosts or pods do not have).
 """
 
 from __future__ import annotations
@@ -15,15 +23,45 @@ import time
 from django.core.cache import cache
 
 KEY = "allot:cycle:metrics"
+TOTALS = "allot:cycle:totals:"  # + a counter's name; integers only (sums in microseconds)
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 WINDOW = 100
 STAGES = ("observe_s", "lock_s", "snapshot_s", "plan_s", "commit_s", "carry_out_s")
 
 
-def record(status: str, timings: dict[str, float]) -> None:
-    """Keep one cycle's outcome and timings (the oldest beyond `WINDOW` are dropped)."""
+def record(status: str, timings: dict[str, float], decisions=()) -> None:
+    """Keep one cycle's outcome and timings (the oldest beyond `WINDOW` are dropped), and add
+    them and its `decisions` (scheduler.model.Decision) to the running totals."""
     entry = {"at": time.time(), "status": status, **{k: round(v, 6) for k, v in timings.items()}}
     recent = cache.get(KEY) or []
     cache.set(KEY, [*recent[-(WINDOW - 1) :], entry], timeout=None)
+    _add(f"cycles|{status}")
+    for stage, seconds in timings.items():
+        for bound in BUCKETS:
+            if seconds <= bound:
+                _add(f"bucket|{stage}|{bound}")
+        _add(f"count|{stage}")
+        _add(f"sum_us|{stage}", round(seconds * 1e6))
+    for decision in decisions:
+        _add(f"decision|{decision.kind}")
+        if decision.kind == "evict":
+            _add(f"eviction|{decision.action}")
+
+
+def _add(name: str, amount: int = 1) -> None:
+    key = TOTALS + name
+    cache.add(key, 0, timeout=None)  # only when missing; incr on a missing key raises
+    cache.incr(key, amount)
+    names = cache.get(TOTALS + "names") or []
+    if name not in names:  # the index of counters, so a scrape reads them without a key scan
+        cache.set(TOTALS + "names", [*names, name], timeout=None)
+
+
+def totals() -> dict[str, int]:
+    """Every running total by name ("bucket|plan_s|0.1", "eviction|reclaim", ...)."""
+    names = cache.get(TOTALS + "names") or []
+    values = cache.get_many([TOTALS + name for name in names])
+    return {name: int(values.get(TOTALS + name, 0)) for name in names}
 
 
 def summary() -> dict:

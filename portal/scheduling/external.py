@@ -69,7 +69,7 @@ def sync(observation: Observation, monotonic=time.monotonic) -> None:
         row["external_uid"]: row
         for row in Job.objects.filter(
             Q(external_uid__in=list(seen)) | (~Q(external_uid="") & Q(status__in=ACTIVE))
-        ).values("id", "external_uid", "status", "pods", "gpus", "cpu_millis", "memory_mib")
+        ).values("id", "external_uid", "status", "pods", "gpus", "cpu_millis", "memory_bytes")
     }
     now = monotonic()
     for uid, row in rows.items():
@@ -89,8 +89,8 @@ def sync(observation: Observation, monotonic=time.monotonic) -> None:
 
 def refusal(workload: Workload) -> str:
     """Why Allot cannot schedule `workload` as it is ("" when it can)."""
-    if not (workload.gpus > 0 or workload.gpu_memory_mib or workload.cpu_millis
-            or workload.memory_mib):  # fmt: skip
+    if not (workload.gpus > 0 or workload.gpu_memory_bytes or workload.cpu_millis
+            or workload.memory_bytes):  # fmt: skip
         return (
             "its pods request no GPU, CPU or memory: Allot schedules what asks for resources "
             "(give resources.requests, e.g. nvidia.com/gpu: 1)"
@@ -159,25 +159,25 @@ def _adopt(project: Project, workload: Workload, at: datetime) -> None:
 
 def _shape(workload: Workload) -> dict:
     """The Job row fields a workload's requests give (gpus as Allot's own jobs store them)."""
-    if workload.gpu_memory_mib:
-        smallest = _smallest_device_mib()
-        gpus = job_resources.gpu_memory_share(workload.gpu_memory_mib, smallest)
+    if workload.gpu_memory_bytes:
+        smallest = _smallest_device_bytes()
+        gpus = job_resources.gpu_memory_share(workload.gpu_memory_bytes, smallest)
     else:
         gpus = workload.gpus
     return {
         "type": "interactive" if workload.type in ("build", "interactive") else "train",
         "gpus": round(gpus, 2),
         "pods": max(workload.size, 1),
-        "gpu_memory_mib": workload.gpu_memory_mib,
+        "gpu_memory_bytes": workload.gpu_memory_bytes,
         "cpu_millis": workload.cpu_millis,
-        "memory_mib": workload.memory_mib,
+        "memory_bytes": workload.memory_bytes,
         "cpu_limit_millis": workload.cpu_limit_millis,
-        "memory_limit_mib": workload.memory_limit_mib,
+        "memory_limit_bytes": workload.memory_limit_bytes,
     }
 
 
-def _smallest_device_mib() -> int | None:
-    memories = Node.objects.filter(gpus__gt=0).values_list("gpu_memory_mib", flat=True)
+def _smallest_device_bytes() -> int | None:
+    memories = Node.objects.filter(gpus__gt=0).values_list("gpu_memory_bytes", flat=True)
     return min(memories, default=None)
 
 
@@ -186,7 +186,7 @@ def _follow(row: dict, workload: Workload, owners: dict[str, Project]) -> None:
     if workload.ref.namespace not in owners or refusal(workload):
         return
     fields = _shape(workload)
-    current = {key: row[key] for key in ("pods", "cpu_millis", "memory_mib")}
+    current = {key: row[key] for key in ("pods", "cpu_millis", "memory_bytes")}
     wanted = {key: fields[key] for key in current}
     if current != wanted or float(row["gpus"]) != float(fields["gpus"]):
         Job.objects.filter(id=row["id"], status=Status.PENDING).update(**fields)

@@ -34,7 +34,9 @@ LOG_CHARS_MAX = 200_000  # a run's kept log, at most (its last lines)
 
 
 def ended_by(decision: Decision) -> str:
-    """Who ended a run: "team-a's reclaim", "team-b's preempt", "consolidation"."""
+    """Who ended a run: "team-a's reclaim", "team-b's preempt", "consolidation", "a failed GPU"."""
+    if decision.action == "device-failure":
+        return "a failed GPU"
     if decision.beneficiary is not None:
         return f"{decision.beneficiary[0]}'s {decision.action}"
     return decision.action
@@ -94,7 +96,7 @@ def _open(state: CycleRows, starts: list[Decision], now: datetime) -> None:
                placement=placement.encode(decision.placement),
                gpus=jobs[decision.job].milli_total / 1000,
                cpu_millis=jobs[decision.job].cpu_millis * jobs[decision.job].pods,
-               memory_mib=jobs[decision.job].memory_mib * jobs[decision.job].pods)
+               memory_bytes=jobs[decision.job].memory_bytes * jobs[decision.job].pods)
         for row, decision in zip(rows, starts, strict=True)
     )  # fmt: skip
 

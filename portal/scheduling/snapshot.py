@@ -12,6 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.utils import timezone
+
+from portal.budgets import services as budget_services
+from portal.budgets.models import Budget
+from portal.budgets.usage import BudgetState, measure_all
+from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
@@ -77,6 +83,7 @@ class CycleRows:
     rows: dict[JobKey, JobRow]
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
+    budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -122,19 +129,19 @@ def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
     of the devices no placement of `jobs` uses, highest first (the cluster's device plugin, not
     Allot, chose theirs: only the count is known), and their CPU and memory."""
     rows = NodeRow.objects.order_by("name").values_list(
-        "name", "gpus", "gpu_memory_mib", "pool", "ready", "schedulable", "cordoned_in_cluster",
-        "cpu_millis", "memory_mib", "failed_devices", "failed_in_cluster", "outside_gpus",
-        "outside_cpu_millis", "outside_memory_mib",
+        "name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable", "cordoned_in_cluster",
+        "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster", "outside_gpus",
+        "outside_cpu_millis", "outside_memory_bytes",
     )  # fmt: skip
     nodes = []
     for (name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported,
          outside, outside_cpu, outside_ram) in rows:  # fmt: skip
         failed = tuple(sorted({*marked, *reported}))
         nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
-                          cpu_millis=cpu, memory_mib=ram, failed_devices=failed,
-                          outside_devices=_outside_devices(gpus, outside, set(failed)),
+                          cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
+                          outside_devices=outside_devices(gpus, outside, set(failed)),
                           outside_cpu_millis=outside_cpu,
-                          outside_memory_mib=outside_ram))  # fmt: skip
+                          outside_memory_bytes=outside_ram))  # fmt: skip
     return clear_of(tuple(nodes), jobs)
 
 
@@ -147,18 +154,12 @@ def clear_of(nodes: tuple[Node, ...], jobs: tuple[Job, ...]) -> tuple[Node, ...]
         for pod in job.placement:
             used.setdefault(pod.node, set()).update(pod.devices)
     return tuple(
-        replace(node, outside_devices=_outside_devices(
+        replace(node, outside_devices=outside_devices(
             node.gpus, len(node.outside_devices),
             {*node.failed_devices, *used.get(node.name, ())}))
         if node.outside_devices else node
         for node in nodes
     )  # fmt: skip
-
-
-def _outside_devices(gpus: int, count: int, taken: set[int]) -> tuple[int, ...]:
-    """`count` device indexes of a node of `gpus` that `taken` leaves free, highest first."""
-    free = [device for device in range(gpus - 1, -1, -1) if device not in taken]
-    return tuple(sorted(free[:count]))
 
 
 def _seconds(value) -> float | None:
@@ -172,13 +173,13 @@ def load_departments() -> tuple[Department, ...]:
     tie-breaks."""
     rows = DepartmentRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS,
-        "cpu_limit_millis", "memory_limit_mib",
+        "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     return tuple(
         Department(name, float(quota), _gpus(weight), _gpus(limit), order=pk,
                    reclaim_min_runtime_s=_seconds(reclaim),
                    preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                   memory_limit_mib=memory_limit)
+                   memory_limit_bytes=memory_limit)
         for pk, name, quota, weight, limit, reclaim, preempt, cpu_limit, memory_limit in rows
     )  # fmt: skip
 
@@ -191,7 +192,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
-        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_mib",
+        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
@@ -204,7 +205,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_mib=memory_limit)
+                    memory_limit_bytes=memory_limit)
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos
@@ -224,7 +225,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
             "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
-            "cpu_millis", "memory_mib", "gpu_memory_mib", "user_id", named=True,
+            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -239,8 +240,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             placement=pods, user=row.user__username or "", image=row.image,
             started=started, expected_s=row.expected_s, backfilled=row.backfilled,
             expected_end=row.expected_end if started is not None else None,
-            attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_mib=row.memory_mib,
-            gpu_memory_mib=row.gpu_memory_mib,
+            attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
+            gpu_memory_bytes=row.gpu_memory_bytes,
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
@@ -254,7 +255,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
     return tuple(jobs), index
 
 
-def load(at: datetime | None = None) -> CycleRows:
+def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -> CycleRows:
     """Read the whole scheduling state; call it inside the cycle's transaction, under its lock.
 
     The reads are separate statements (READ COMMITTED), so they go from the cluster outwards:
@@ -267,6 +268,9 @@ def load(at: datetime | None = None) -> CycleRows:
     projects, infos = load_projects({department.name for department in departments})
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
+    if budgets is None:
+        budgets = measure_all(Budget.objects.all(), at or timezone.now())
+    jobs = budget_services.with_verdicts(jobs, projects, budgets)  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
         departments=departments,
@@ -275,4 +279,5 @@ def load(at: datetime | None = None) -> CycleRows:
         rows=rows,
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
+        budgets=tuple(budgets),
     )

@@ -20,10 +20,10 @@ class MembershipAdmin(admin.ModelAdmin):
 class DepartmentAdmin(admin.ModelAdmin):
     """Departments, also edited on /departments/ and over /api/v1/departments/ (which take CPU
     and memory as Kubernetes quantities); their minimum run times (R7.4) and CPU (millicores)
-    and memory (MiB) limits are listed too."""
+    and memory (bytes) limits are listed too."""
 
     list_display = ["name", "quota", "over_quota_weight", "limit", "reclaim_min_runtime_s",
-                    "preempt_min_runtime_s", "cpu_limit_millis", "memory_limit_mib"]  # fmt: skip
+                    "preempt_min_runtime_s", "cpu_limit_millis", "memory_limit_bytes"]  # fmt: skip
 
 
 @admin.register(ApiToken)

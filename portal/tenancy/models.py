@@ -77,12 +77,12 @@ DEPARTMENT_PREEMPT_HELP = (
 
 
 class ResourceLimits(models.Model):
-    """The most CPU (millicores) and memory (MiB) a queue's running jobs may hold together
+    """The most CPU (millicores) and memory (bytes) a queue's running jobs may hold together
     (None: no limit; like `limit`, R3.1, checked on every queue of a job's path; fair share
     stays in GPUs) - a project's and a department's (issue 26)."""
 
     cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
-    memory_limit_mib = models.PositiveIntegerField(null=True, blank=True)
+    memory_limit_bytes = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
@@ -150,10 +150,10 @@ class Project(ResourceLimits):
     # Minimum run time before eviction (R7.4); None: as its department says, else the cluster's
     reclaim_min_runtime_s = min_runtime_field(RECLAIM_HELP)
     preempt_min_runtime_s = min_runtime_field(PREEMPT_HELP)
-    # CPU (millicores) and memory (MiB) per pod for jobs that do not say (None: the cluster's
+    # CPU (millicores) and memory (bytes) per pod for jobs that do not say (None: the cluster's
     # ALLOT_DEFAULT_CPU / ALLOT_DEFAULT_MEMORY) - issue 26; its limits are ResourceLimits'.
     default_cpu_millis = models.PositiveIntegerField(null=True, blank=True)
-    default_memory_mib = models.PositiveIntegerField(null=True, blank=True)
+    default_memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     fair_share = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -36,6 +36,7 @@ from portal.scheduling import fairshare
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Department, Membership, Project, Role
 from portal.tenancy.queries import min_runtimes
+from portal.web import budget_pages
 from portal.web.forms import (
     CHECK,
     CHOICE,
@@ -100,6 +101,8 @@ def project_detail(request: HttpRequest, name: str) -> HttpResponse:
             "can_delete": access.is_cluster_admin(request.user),
             "can_submit": access.can_submit(request.user, project),
             "webhooks": project.webhooks.order_by("id"),
+            "budgets": budget_pages.for_project(request.user, project),
+            "can_edit_budgets": access.is_cluster_admin(request.user),
             "deliveries": Delivery.objects.filter(webhook__project=project)
             .select_related("webhook")
             .order_by("-id")[:20],
@@ -206,7 +209,7 @@ def _project_quantities(project: Project) -> dict[str, str]:
     """The project's CPU and memory defaults and limits as its form reads them back."""
     return {
         "default_cpu": quantity_cpu(project.default_cpu_millis),
-        "default_memory": quantity_memory(project.default_memory_mib),
+        "default_memory": quantity_memory(project.default_memory_bytes),
         **limit_quantities(project),
     }
 
@@ -215,7 +218,7 @@ def limit_quantities(queue) -> dict[str, str]:
     """A project's or department's CPU and memory limits as its form reads them back."""
     return {
         "cpu_limit": quantity_cpu(queue.cpu_limit_millis),
-        "memory_limit": quantity_memory(queue.memory_limit_mib),
+        "memory_limit": quantity_memory(queue.memory_limit_bytes),
     }
 
 
@@ -511,5 +514,6 @@ def _my_page(request: HttpRequest, form: PasswordChangeForm, token_form: dict) -
         request,
         "web/me.html",
         {"page": "me", "tokens": tokens, "token_form": token_form, "form": form, "roles": roles,
-         "preference": preference, "expiry_choices": EXPIRY_CHOICES, "now": timezone.now()},
+         "preference": preference, "expiry_choices": EXPIRY_CHOICES, "now": timezone.now(),
+         "budgets": budget_pages.for_user(request.user)},
     )  # fmt: skip

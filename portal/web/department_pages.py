@@ -23,6 +23,7 @@ from portal.api.serializers.tenancy import DepartmentSerializer
 from portal.jobs.models import HOLDING, Job
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Department
+from portal.web import budget_pages
 from portal.web.admin_pages import limit_quantities, plain, save_queue
 from portal.web.forms import NUMBER, QUANTITY, SECONDS, TEXT, as_duration, field_errors
 
@@ -52,17 +53,20 @@ def departments(request: HttpRequest) -> HttpResponse:
     rows = list(Department.objects.prefetch_related("projects").order_by("name"))
     held = _held()
     for row in rows:
-        row.held_cpu_millis, row.held_memory_mib, row.held_gpus = held.get(row.pk, (0, 0, 0.0))
+        row.held_cpu_millis, row.held_memory_bytes, row.held_gpus = held.get(row.pk, (0, 0, 0.0))
         row.fair_share = sum(project.fair_share for project in row.projects.all())  # R2.11
-    return render(request, "web/departments.html", {"page": "projects", "departments": rows})
+    return render(request, "web/departments.html", {
+        "page": "projects", "departments": rows,
+        "budgets": budget_pages.for_departments(request.user),
+    })  # fmt: skip
 
 
 def _held() -> dict[int, tuple[int, int, float]]:
-    """Department id -> (millicores, MiB, GPUs) the placed pods of its projects' jobs request
+    """Department id -> (millicores, bytes, GPUs) the placed pods of its projects' jobs request
     and hold, as the core counts them against its limits (R3.1)."""
     held: dict[int, list] = defaultdict(lambda: [0, 0, 0.0])
     jobs = Job.objects.filter(status__in=HOLDING, project__department__isnull=False).values_list(
-        "project__department_id", "cpu_millis", "memory_mib", "placement", "gpus", "pods"
+        "project__department_id", "cpu_millis", "memory_bytes", "placement", "gpus", "pods"
     )
     for department, cpu, memory, placement, gpus, pods in jobs:
         placed = len(placement or ())

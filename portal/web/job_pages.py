@@ -183,7 +183,7 @@ def _project_defaults(projects: list) -> list[dict]:
     as the form writes them ("4", "32Gi"): the hints of the CPU and memory fields."""
     rows = []
     for project in projects:
-        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_mib(project)
+        cpu, memory = resources.default_cpu_millis(project), resources.default_memory_bytes(project)
         rows.append({
             "name": project.name, "cpu": format_cpu(cpu) if cpu else "",
             "memory": format_memory(memory) if memory else "",
@@ -399,6 +399,17 @@ def job_stop(request: HttpRequest, project: str, name: str) -> HttpResponse:
     except APIException as exc:
         _refused(request, exc)
     return redirect("job-detail", project=project, name=name)
+
+
+@login_required
+def from_the_lab(request: HttpRequest, project: str, name: str, page: str) -> HttpResponse:
+    """JupyterLab's way back to the portal (`agents.sessions.way_back`): its File > Hub Control
+    Panel (`home`) and its offer to restart a server that is gone (`spawn`) open the job's page,
+    where Open, Resume and Stop are; a 404 to whoever may not see the job, as the job page."""
+    if page not in ("home", "spawn"):
+        raise Http404("JupyterLab asks the portal for its control panel or a restart only")
+    job = access.get_job_for(request.user, project, name)
+    return redirect("job-detail", project=job.project.name, name=job.name)
 
 
 @login_required

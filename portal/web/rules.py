@@ -1,6 +1,6 @@
 """`/rules/`: what the rule codes in the scheduler's messages mean, e.g. "(R9.2)" in "waits: may
-not reclaim (R9.2)". Short explanations in plain words of ../shared/SCHEDULING.md's rules (the
-KAI / Run:AI semantics Allot follows); every code in a message links to its entry here."""
+not reclaim (R9.2)". Short explanations in plain words of the rule book's rules (docs/rules.md:
+the KAI / Run:AI semantics Allot follows); every code in a message links to its entry here."""
 
 from __future__ import annotations
 

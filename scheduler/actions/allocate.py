@@ -66,10 +66,10 @@ def no_fit_reason(session: Session, job: Job) -> str:
     emptied node could hold (allocate gives `unplaceable`'s reason to the others)."""
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
-    if job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None:
+    if job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None:
         # One scan of the pools per job shape and cycle: later jobs of the same shape find the
         # cluster no emptier within allocate, and reasons are redone every cycle.
-        shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
+        shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
         if shape not in session.fit_reasons:
             session.fit_reasons[shape] = resource_reason(session, job, where)
         if session.fit_reasons[shape]:
@@ -79,8 +79,8 @@ def no_fit_reason(session: Session, job: Job) -> str:
 
 def gpu_reason(job: Job, where: str) -> str:
     """Why the job's GPUs do not fit now (R5.3, R5.4, R5.5, R6.1)."""
-    if job.gpu_memory_mib is not None:
-        memory = memory_text(job.gpu_memory_mib)
+    if job.gpu_memory_bytes is not None:
+        memory = memory_text(job.gpu_memory_bytes)
         return f"no device {where} has {memory} of GPU memory free (R5.5)"
     if not (job.whole or job.shared):
         return f"no node {where} has room for a pod of {asked(job)} (R5)"

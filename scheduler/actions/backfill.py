@@ -135,8 +135,8 @@ def pods_fitting(
         count = job.pods if milli <= 0 else sum((FULL - u) // milli for u in used)
     if job.cpu_millis and cpu is not None:
         count = min(count, max(0, cpu) // job.cpu_millis)
-    if job.memory_mib and memory is not None:
-        count = min(count, max(0, memory) // job.memory_mib)
+    if job.memory_bytes and memory is not None:
+        count = min(count, max(0, memory) // job.memory_bytes)
     return count
 
 
@@ -183,7 +183,7 @@ class Shadow:
             if self.cpu[pod.node] is not None:
                 self.cpu[pod.node] -= job.cpu_millis * sign
             if self.memory[pod.node] is not None:
-                self.memory[pod.node] -= job.memory_mib * sign
+                self.memory[pod.node] -= job.memory_bytes * sign
             changed.add(pod.node)
         for name in changed:
             cap = self._count(name)
@@ -242,7 +242,7 @@ class Backfill:
             return False  # never fits (R5.3): no reservation
         if self._reclaim_overrun(job, pools):
             return True
-        shape = (pools, job.gpus, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
+        shape = (pools, job.gpus, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
         if self.no_room.get(shape, job.pods + 1) <= job.pods:
             return False
         reservation = self._reserve(job, pools)
@@ -312,7 +312,7 @@ class Backfill:
         ]
 
     def _empty_capacity(self, job: Job, pools: frozenset[str]) -> int:
-        shape = (pools, job.gpus, job.cpu_millis, job.memory_mib, job.gpu_memory_mib)
+        shape = (pools, job.gpus, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
         if shape not in self.empty:
             self.empty[shape] = sum(
                 pods_fitting(
@@ -415,7 +415,7 @@ def _still_free(nodes: dict[str, NodeState], job: Job, placement) -> bool:
         pods = sum(1 for p in placement if p.node == pod.node)
         if node.cpu_free is not None and job.cpu_millis * pods > node.cpu_free:
             return False
-        if node.memory_free is not None and job.memory_mib * pods > node.memory_free:
+        if node.memory_free is not None and job.memory_bytes * pods > node.memory_free:
             return False
     return True
 

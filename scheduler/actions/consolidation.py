@@ -110,7 +110,7 @@ class FreeResources:
         indexes = pools_for(self.session.state, job)
         if sum(index.free_milli for index in indexes) < job.milli_total:
             return False
-        if not (job.cpu_millis or job.memory_mib):
+        if not (job.cpu_millis or job.memory_bytes):
             return True
         pools = self.session.queue(job).node_pools
         if pools not in self.totals:
@@ -118,7 +118,9 @@ class FreeResources:
         cpu, memory = self.totals[pools]
         if job.cpu_millis and cpu is not None and cpu < job.cpu_millis * job.pods:
             return False
-        return not (job.memory_mib and memory is not None and memory < job.memory_mib * job.pods)
+        return not (
+            job.memory_bytes and memory is not None and memory < job.memory_bytes * job.pods
+        )
 
     def _sum(self, indexes) -> tuple[int | None, int | None]:
         cpu: int | None = 0
@@ -154,7 +156,7 @@ def node_first(session: Session, job: Job, on_node: dict[str, list[Job]]) -> Ite
     or that cannot fit one by moving preemptible jobs, offer nothing."""
     state = session.state
     per_pod = job.whole_devices_per_pod
-    gpus_only = job.whole and not (job.cpu_millis or job.memory_mib)
+    gpus_only = job.whole and not (job.cpu_millis or job.memory_bytes)
     plans = []
     for index in pools_for(state, job):
         for name in index.members:
@@ -187,7 +189,7 @@ def _could_hold(node: NodeState, job: Job) -> bool:
     if job.cpu_millis and node.cpu_total is not None and job.cpu_millis > node.cpu_total:
         return False
     return not (
-        job.memory_mib and node.memory_total is not None and job.memory_mib > node.memory_total
+        job.memory_bytes and node.memory_total is not None and job.memory_bytes > node.memory_total
     )
 
 
@@ -219,9 +221,9 @@ def movers(session: Session, node: NodeState, occupants: list[Job], job: Job) ->
 
 
 def _resource_key(session: Session, node: NodeState, victim: Job, cpu: int, memory: int) -> tuple:
-    """Smaller is a better next mover for a pod short of `cpu` millicores and `memory` MiB."""
+    """Smaller is a better next mover for a pod short of `cpu` millicores and `memory` bytes."""
     pods = _pods_on(session, victim, node.name)
-    gives_cpu, gives_memory = victim.cpu_millis * pods, victim.memory_mib * pods
+    gives_cpu, gives_memory = victim.cpu_millis * pods, victim.memory_bytes * pods
     covers = gives_cpu >= cpu and gives_memory >= memory
     if covers:
         size = (gives_cpu if cpu > 0 else 0, gives_memory if memory > 0 else 0)
@@ -253,17 +255,17 @@ def _gpus_fit_after(session: Session, node: NodeState, chosen: list[Job], job: J
 
 
 def _short_after(session: Session, node: NodeState, chosen: list[Job], job: Job) -> tuple[int, int]:
-    """Millicores and MiB one pod of `job` still lacks on `node` once `chosen` have left it
+    """Millicores and bytes one pod of `job` still lacks on `node` once `chosen` have left it
     (0 or less: enough; an untracked resource never lacks)."""
     cpu = memory = 0
     if job.cpu_millis and node.cpu_free is not None:
         cpu = job.cpu_millis - node.cpu_free
-    if job.memory_mib and node.memory_free is not None:
-        memory = job.memory_mib - node.memory_free
+    if job.memory_bytes and node.memory_free is not None:
+        memory = job.memory_bytes - node.memory_free
     for victim in chosen:
         pods = _pods_on(session, victim, node.name)
         cpu -= victim.cpu_millis * pods
-        memory -= victim.memory_mib * pods
+        memory -= victim.memory_bytes * pods
     return cpu, memory
 
 
@@ -276,5 +278,5 @@ def _scarcer_share(session: Session, node: NodeState, chosen: list[Job]) -> floa
         if node.cpu_total:
             cpu += victim.cpu_millis * pods / node.cpu_total
         if node.memory_total:
-            memory += victim.memory_mib * pods / node.memory_total
+            memory += victim.memory_bytes * pods / node.memory_total
     return max(cpu, memory)

@@ -171,7 +171,7 @@ class Room:
         """Whether the count covers the job (R8.2). A GPU-memory request takes a smaller share
         of a larger device than its accounting fraction (R3.4, R5.5): no GPU count is a
         necessary condition for it, so only the simulation decides."""
-        if self.job.gpu_memory_mib is not None:
+        if self.job.gpu_memory_bytes is not None:
             return True
         if not self.job.whole:
             return self.count >= self.job.milli_total
@@ -288,7 +288,7 @@ def _still_free(session: Session, job: Job, placement: tuple[PodPlacement, ...])
         pods = sum(1 for p in placement if p.node == pod.node)
         if node.cpu_free is not None and job.cpu_millis * pods > node.cpu_free:
             return False
-        if node.memory_free is not None and job.memory_mib * pods > node.memory_free:
+        if node.memory_free is not None and job.memory_bytes * pods > node.memory_free:
             return False
     return True
 

@@ -194,7 +194,7 @@ def commit(session: Session, job: Job, outcome: Outcome) -> None:
 def reclaimed(job: Job, demand: int) -> str:
     """What the reclaim made room for: its GPUs, or with CPU or memory requests (issue 26) the
     pod's every resource ("room for 2 pods of 1 GPU, 8 cores")."""
-    if not (job.cpu_millis or job.memory_mib or job.gpu_memory_mib is not None):
+    if not (job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None):
         return gpus(demand)
     pods = f"{job.pods} pods of " if job.pods > 1 else ""
     return f"room for {pods}{asked(job)}"

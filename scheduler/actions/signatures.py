@@ -24,12 +24,12 @@ class FailedJobs:
 
 
 def _no_easier(job: Job, other: Job) -> bool:
-    if (job.gpu_memory_mib is None) != (other.gpu_memory_mib is None):
+    if (job.gpu_memory_bytes is None) != (other.gpu_memory_bytes is None):
         return False  # a request by memory and one by fraction do not compare
     return (
         job.pods >= other.pods
         and job.milli_per_pod >= other.milli_per_pod
         and job.cpu_millis >= other.cpu_millis
-        and job.memory_mib >= other.memory_mib
-        and (job.gpu_memory_mib or 0) >= (other.gpu_memory_mib or 0)
+        and job.memory_bytes >= other.memory_bytes
+        and (job.gpu_memory_bytes or 0) >= (other.gpu_memory_bytes or 0)
     )

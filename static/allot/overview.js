@@ -36,7 +36,7 @@
   }
   const cell = (text, cls) => el("td", cls ? { class: cls } : null, text);
 
-  // CPU and memory beside GPUs (issue 26): millicores as cores, MiB as GiB
+  // CPU and memory beside GPUs (issue 26): millicores as cores, bytes (issue 33) in words
   const { cores, memory } = window.Allot.format;
   function held(used, total, say) { return total == null ? say(used) : `${say(used)} / ${say(total)}`; }
 
@@ -131,7 +131,7 @@
       el("td", { class: "num alloc" + (p.over_quota_gpus > 0 ? " over" : "") }, `${gpus(p.allocated_gpus)} / ${gpus(p.quota)}`),
       cell(gpus(p.fair_share), "num"),
       cell(p.limit == null ? "none" : gpus(p.limit), "num"),
-      cell(`${held(p.allocated_cpu_millis, p.cpu_limit_millis, cores)}, ${held(p.allocated_memory_mib, p.memory_limit_mib, memory)}`, "num cpu-memory"),
+      cell(`${held(p.allocated_cpu_millis, p.cpu_limit_millis, cores)}, ${held(p.allocated_memory_bytes, p.memory_limit_bytes, memory)}`, "num cpu-memory"),
       cell(p.running_jobs, "num"), cell(p.pending_jobs, "num"),
       cell(pct(p.utilization) + (p.utilization != null && p.utilization_simulated ? " (sim)" : ""), "num"))));
   }
@@ -225,7 +225,7 @@
           el("b", null, n.name),
           el("span", null, `pool ${n.pool}`),
           el("span", { class: "used" }, `${gpus(n.allocated_gpus)} / ${n.gpus} GPUs`),
-          el("span", { class: "cpu-memory" }, `CPU ${held(n.allocated_cpu_millis, n.cpu_millis, cores)}, memory ${held(n.allocated_memory_mib, n.memory_mib, memory)}`),
+          el("span", { class: "cpu-memory" }, `CPU ${held(n.allocated_cpu_millis, n.cpu_millis, cores)}, memory ${held(n.allocated_memory_bytes, n.memory_bytes, memory)}`),
           el("span", null, `util ${pct(n.utilization)}${n.utilization != null && n.utilization_simulated ? " (sim)" : ""}`),
           el("span", { class: !n.ready ? "error" : (n.schedulable ? "status-Running" : "warn") }, state)),
         el("div", { class: "devices" }, ...devices));

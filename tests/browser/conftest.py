@@ -192,3 +192,25 @@ def sign_in(page, server: Server, username: str) -> None:
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(server.url + "/")
+
+
+def launch_lab(page, server: Server, username: str, project: str = "team-a") -> str:
+    """Sign in as `username`, launch Jupyter in `project` from the form as a person would, and
+    wait until the page is the lab (on the notebooks' origin); its URL."""
+    sign_in(page, server, username)
+    page.goto(server.url + "/jupyter/new/")
+    page.get_by_label("Project").select_option(project)
+    page.get_by_role("button", name="Launch Jupyter").click()
+    page.wait_for_url(f"**/sessions/{project}/jupyter-{username}/lab**", timeout=60_000)
+    return page.url
+
+
+def wait_for(check, timeout_s: float = 15.0):
+    """`check()`'s first true value, asked every 0.2 s for up to `timeout_s` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s:g} s")

@@ -37,7 +37,7 @@ def test_a_project_has_one_colour_and_the_range_starts_at_the_data(
     # vision was created after team-a but is listed first nowhere; team-a is the 1st project
     vision = Project.objects.create(name="vision", quota=2)
     Membership.objects.create(user=member, project=vision, role="researcher")
-    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_mib=32768, pool="default")
+    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_bytes=32 * 2**30, pool="default")
     submit_job(member, vision, name="v-job", gpus=2)
     deadline = time.monotonic() + 20
     while Job.objects.get(name="v-job").status != Status.RUNNING:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import launch_lab, sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
 
@@ -47,11 +47,7 @@ PAGE = "<!doctype html><title>x</title><h1>Results of my experiment</h1>"
 
 def _launch_and_plant(page, server) -> str:
     """bob launches Jupyter in team-a, writes x.html through the contents API; its URL."""
-    sign_in(page, server, "bob")
-    page.goto(server.url + "/jupyter/new/")
-    page.get_by_label("Project").select_option("team-a")
-    page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=60_000)
+    launch_lab(page, server, "bob")
     body = json.dumps({"type": "file", "format": "text", "content": PAGE})
     status = page.evaluate(
         """async (body) => (await fetch("/sessions/team-a/jupyter-bob/api/contents/x.html",

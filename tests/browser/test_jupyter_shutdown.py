@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.sessions import LocalSessions
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import launch_lab
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
 
@@ -20,11 +20,7 @@ def test_file_shut_down_in_jupyterlab_stops_the_job_resumably(
 ):
     from portal.jobs.models import Job, Status
 
-    sign_in(page, server, "bob")
-    page.goto(server.url + "/jupyter/new/")
-    page.get_by_label("Project").select_option("team-a")
-    page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=60_000)
+    launch_lab(page, server, "bob")
     page.locator('.jp-LauncherCard[data-category="Notebook"]').first.wait_for(timeout=30_000)
     session = LocalSessions(settings.ALLOT_SESSIONS_DIR).get("team-a", "jupyter-bob")
     page.get_by_role("menuitem", name="File").click()

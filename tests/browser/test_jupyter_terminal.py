@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import launch_lab
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
 
@@ -18,11 +18,7 @@ def test_a_terminal_in_the_lab_and_stop_asks_first(
 ):
     from portal.jobs.models import Job
 
-    sign_in(page, server, "bob")
-    page.goto(server.url + "/jupyter/new/")
-    page.get_by_label("Project").select_option("team-a")
-    page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=60_000)
+    launch_lab(page, server, "bob")
     terminal_card = page.locator('.jp-LauncherCard[data-category="Other"][title*="erminal"]')
     terminal_card.first.click(timeout=30_000)
     page.get_by_role("textbox", name="Terminal input").wait_for(timeout=30_000)

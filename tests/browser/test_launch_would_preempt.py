@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 def test_the_launch_form_names_the_job_it_would_preempt_and_asks(
     page, server, owner, member, team_a, artifacts
 ):
-    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_mib=32768, pool="default")
+    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_bytes=32 * 2**30, pool="default")
     submit_job(member, team_a, name="a-job4", gpus=8)
     deadline = time.monotonic() + 20  # the server's own cycle starts it
     while Job.objects.get(name="a-job4").status != Status.RUNNING:

@@ -21,9 +21,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 def test_a_gpu_memory_request_reads_the_same_everywhere(page, server, member, team_a,
                                                          artifacts):  # fmt: skip
-    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_mib=32768, pool="default",
+    Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_bytes=32 * 2**30, pool="default",
                         failed_devices=[7])  # fmt: skip
-    submit_job(member, team_a, name="by-memory", gpus=0.63, gpu_memory_mib=20480)
+    submit_job(member, team_a, name="by-memory", gpus=0.63, gpu_memory_bytes=20 * 2**30)
     deadline = time.monotonic() + 20
     while Job.objects.get(name="by-memory").status != Status.RUNNING:
         assert time.monotonic() < deadline, "by-memory did not start"

@@ -4,27 +4,16 @@ with CPU and memory on the form, and a bad CPU quantity is said under its field.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
 from portal.cluster.models import Node
 from portal.jobs.models import HOLDING, Job, Status
 from portal.jobs.services import submit_job
-from tests.browser.conftest import sign_in
+from scheduler.quantity import GIB
+from tests.browser.conftest import sign_in, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-def wait_for(check, timeout_s: float = 15.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def placed(job: Job) -> tuple[str, int] | None:
@@ -37,7 +26,7 @@ def placed(job: Job) -> tuple[str, int] | None:
 
 def test_an_admin_marks_a_gpu_failed_and_its_job_leaves_it(page, server, cluster_admin, team_a,
                                                            artifacts):  # fmt: skip
-    Node.objects.create(name="dgx1-1", gpus=2, cpu_millis=16000, memory_mib=131072)
+    Node.objects.create(name="dgx1-1", gpus=2, cpu_millis=16000, memory_bytes=128 * GIB)
     job = submit_job(cluster_admin, team_a, name="train-1", gpus=1, cpu_millis=4000)
     node, device = wait_for(lambda: placed(job))
     sign_in(page, server, cluster_admin.username)
@@ -88,5 +77,5 @@ def test_a_researcher_asks_for_cpu_and_memory_on_the_form(page, server, member, 
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(server.url + "/jobs/team-a/loader/")
     job = Job.objects.get(name="loader")
-    assert (job.cpu_millis, job.memory_mib) == (500, 16384)
+    assert (job.cpu_millis, job.memory_bytes) == (500, 16 * GIB)
     assert job.status in (Status.PENDING, *HOLDING)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import sign_in
+from tests.browser.conftest import launch_lab, sign_in
 from tests.conftest import _user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.jupyter]
@@ -16,11 +16,7 @@ def test_the_owner_shares_a_notebook_from_its_page_and_ends_the_share(
     page, server, member, team_a, nodes, artifacts
 ):
     _user("rita", project=team_a, role="researcher")
-    sign_in(page, server, "bob")
-    page.goto(server.url + "/jupyter/new/")
-    page.get_by_label("Project").select_option("team-a")
-    page.get_by_role("button", name="Launch Jupyter").click()
-    page.wait_for_url("**/sessions/team-a/jupyter-bob/lab**", timeout=60_000)
+    launch_lab(page, server, "bob")
     lab = page.url
 
     other = page.context.browser.new_context()

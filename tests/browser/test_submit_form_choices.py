@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 def vision(member):
     """Project vision (4 cores, 32 GiB per pod by default), where bob last submitted."""
     project = Project.objects.create(
-        name="vision", quota=4, default_cpu_millis=4000, default_memory_mib=32768
+        name="vision", quota=4, default_cpu_millis=4000, default_memory_bytes=32 * 2**30
     )
     Membership.objects.create(user=member, project=project, role="researcher")
     Job.objects.create(project=project, user=member, name="earlier", gpus=1)
@@ -61,5 +61,6 @@ def test_the_form_asks_for_gpus_or_gpu_memory_in_its_own_words(
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url(server.url + "/jobs/vision/by-memory/")
     job = Job.objects.get(project=vision, name="by-memory")
-    assert (job.gpu_memory_mib, job.cpu_millis, job.memory_mib) == (20480, 4000, 32768)
+    assert (job.gpu_memory_bytes, job.cpu_millis, job.memory_bytes) == (
+        20 * 2**30, 4000, 32 * 2**30)  # fmt: skip
     page.screenshot(path=artifacts / "submit-form-by-memory-submitted.png", full_page=True)

@@ -1,4 +1,4 @@
-"""Shell completion as the README documents it: click's `_ALLOT_COMPLETE` mechanism."""
+"""Shell completion as docs/cli.md documents it: click's `_ALLOT_COMPLETE` mechanism."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ def test_runai_spellings_reach_the_job_and_allot_get_shows_them(allot):  # noqa:
                  "--cpu-limit", "2", "--memory-limit", "20Gi")  # fmt: skip
     assert done.returncode == 0, done.stderr
     job = Job.objects.get(name="train-1")
-    assert (job.cpu_millis, job.memory_mib, job.cpu_limit_millis, job.memory_limit_mib) == (
-        500, 16384, 2000, 20480)  # fmt: skip
+    assert (job.cpu_millis, job.memory_bytes, job.cpu_limit_millis, job.memory_limit_bytes) == (
+        500, 16 * 2**30, 2000, 20 * 2**30)  # fmt: skip
     assert float(job.gpus) == 1.0  # -g left out: one GPU, as before
     got = allot("get", "train-1", "-p", "team-a")
     assert "PER POD: cpu 500m (limit 2), memory 16Gi (limit 20Gi)" in got.stdout, got.stdout

@@ -39,7 +39,7 @@ from kubernetes.config import kube_config
 from tests.k8s.lab import SCRIPT, Lab, SharedLab, start_lab
 from tests.k8s.lab import eventually as lab_eventually
 
-NODES = ("dgx1-1", "dgx1-2")  # TR-4858's nodes (../shared/scenarios/tr4858.json)
+NODES = ("dgx1-1", "dgx1-2")  # TR-4858's nodes (tests/fixtures/tr4858.json)
 GPUS_PER_NODE = 8
 GPU_PRODUCT = "Tesla-V100-SXM2-32GB"
 GPU_MEMORY_MIB = 32768

@@ -105,7 +105,7 @@ def test_a_bare_pod_a_job_and_a_deployment_are_grouped_by_top_owner(portal_on_la
     ]  # fmt: skip
     job = next(w for w in found if w.ref.kind == "Job")
     assert job.ref.owner == "train" and not job.complete
-    assert (job.gpus, job.cpu_millis, job.memory_mib) == (1.0, 500, 256)
+    assert (job.gpus, job.cpu_millis, job.memory_bytes) == (1.0, 500, 256 * 2**20)
     assert all(p.node == "" for w in found for p in w.pods)
 
 
@@ -206,7 +206,8 @@ def test_a_pod_another_scheduler_bound_counts_on_its_node(portal_on_lab, allot_l
         return node if node.outside_gpus else None
 
     node = eventually(counted, "the outside pod counted")
-    assert (node.outside_gpus, node.outside_cpu_millis, node.outside_memory_mib) == (2, 2000, 1024)
+    assert (node.outside_gpus, node.outside_cpu_millis, node.outside_memory_bytes) == (
+        2, 2000, 1024 * 2**20)  # fmt: skip
     other = next(n for n in agent.observe().nodes if n.name == NODES[0])
     assert other.outside_gpus == 0
 

@@ -13,6 +13,7 @@ from portal.cluster.models import Node
 from tests.k8s.portal_lab import (  # noqa: F401  (fixture_*: the fixtures this module uses)
     GPUS_PER_NODE,
     Rest,
+    add_nodes,
     eventually,
     fixture_allot_lab,
     fixture_portal_on_lab,
@@ -35,8 +36,8 @@ def quantities(values: dict | None) -> dict:
 
 
 def test_pods_carry_requests_and_limits_and_nodes_their_allocatable(rest, allot_lab):
-    rows = {row.name: (row.cpu_millis, row.memory_mib) for row in Node.objects.all()}
-    assert set(rows.values()) == {(64000, 524288)}, rows  # the lab's 64 CPUs and 512Gi
+    rows = {row.name: (row.cpu_millis, row.memory_bytes) for row in Node.objects.all()}
+    assert set(rows.values()) == {(64000, 512 * 2**30)}, rows  # the lab's 64 CPUs and 512Gi
     rest.project("res", 4)
     rest.submit("res", "loader", 1, cpu="4", memory="16Gi", cpu_limit="8", memory_limit="20Gi")
     rest.status_becomes("res", "loader", "Running")
@@ -45,6 +46,39 @@ def test_pods_carry_requests_and_limits_and_nodes_their_allocatable(rest, allot_
     # the API server makes an extended resource's request its limit: the GPU is requested too
     assert quantities(resources.requests) == quantities({GPU: "1", "cpu": "4", "memory": "16Gi"})
     assert quantities(resources.limits) == quantities({GPU: "1", "cpu": "8", "memory": "20Gi"})
+
+
+def test_a_node_of_200m_runs_four_pods_of_50m_as_kubernetes_places_them(rest, allot_lab):
+    """Issue 33: memory counted in MiB rounded each 50M pod up (48 MiB) and the 200M node down
+    (190 MiB), so the fourth pod waited where Kubernetes places it; counted in bytes, all four
+    run on the node, and a fifth waits naming the memory."""
+    core = allot_lab.core
+    add_nodes(core, ("small-1",), gpus_per_node=1, memory_per_node="200M",
+              label=["allot.io/pool=small"])  # fmt: skip
+    try:
+        eventually(lambda: (rest.settle(), Node.objects.filter(name="small-1").exists())[1],
+                   "the inventory to read small-1")  # fmt: skip
+        assert Node.objects.get(name="small-1").memory_bytes == 200 * 10**6
+        rest.project("mem", 1, node_pools=["small"])
+        for i in range(4):
+            rest.submit("mem", f"m{i}", 0, memory="50M")
+        running = rest.all_running()
+        assert sorted(j["name"] for j in running) == ["m0", "m1", "m2", "m3"]
+        assert {j["nodes"][0] for j in running} == {"small-1"}
+        eventually(lambda: all(job_pods(core).get(("mem", f"m{i}-0")) == "small-1"
+                               for i in range(4)), "four pods bound on small-1")  # fmt: skip
+        pods = [core.read_namespaced_pod(f"m{i}-0", "allot-mem") for i in range(4)]
+        assert [p.status.phase for p in pods] == ["Running"] * 4
+        asked = {parse_quantity(p.spec.containers[0].resources.requests["memory"]) for p in pods}
+        assert asked == {50 * 10**6}  # the API server stores "50000000" as "50M"
+        rest.submit("mem", "m4", 0, memory="50M")
+        rest.settle()
+        fifth = rest.job("mem", "m4")
+        assert fifth["status"] == "Pending" and "memory" in fifth["pending_reason"], fifth
+    finally:
+        for i in range(5):
+            rest.call("delete", f"jobs/mem/m{i}/", ok=(204, 404))
+        core.delete_node("small-1")
 
 
 def advertise(core, node: str, healthy: int) -> None:

@@ -72,8 +72,8 @@ def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
     assert {("team-a", "a-3-gg-0"), ("team-a", "a-4-gg-0")} <= last.keys()
 
     # The nodes came from the cluster's inventory (GPU feature discovery's product label) ...
-    nodes = {n.name: (n.gpus, n.gpu_product, n.gpu_memory_mib) for n in Node.objects.all()}
-    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, GPU_PRODUCT, 32768))
+    nodes = {n.name: (n.gpus, n.gpu_product, n.gpu_memory_bytes) for n in Node.objects.all()}
+    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, GPU_PRODUCT, 32 * 2**30))
 
     # ... and the rows follow the pods: a cycle more and every placed job is Running.
     portal = script.Portal(live_server.url, token)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from scheduler import Job, Node, PodPlacement, Policy, Project, Snapshot, plan_cycle
 from scheduler.actions.consolidation import FreeResources, movers, node_first, occupants_by_node
+from scheduler.quantity import GIB
 from scheduler.session import Session
 from scheduler_tools.scenario import load_scenario, replay
 
@@ -51,17 +52,19 @@ def test_r11_1_a_pod_short_of_cores_sheds_the_job_without_gpus_that_alone_makes_
 
 
 def test_r11_1_gpus_are_freed_first_smallest_first_then_the_memory_still_short():
-    node = Node("n1", 4, memory_mib=262_144)
+    node = Node("n1", 4, memory_bytes=256 * GIB)
     jobs = [
-        run("n1", "two", 2, 0, 1, memory_mib=16_384),
-        run("n1", "one", 1, 2, order=1, memory_mib=131_072),
-        run("n1", "cache", 0, order=2, memory_mib=98_304),
+        run("n1", "two", 2, 0, 1, memory_bytes=16 * GIB),
+        run("n1", "one", 1, 2, order=1, memory_bytes=128 * GIB),
+        run("n1", "cache", 0, order=2, memory_bytes=96 * GIB),
     ]
     session = session_of([node], jobs)
     # 2 GPUs and 64 GiB: moving "one" frees its GPU and 128 GiB; nothing more is short.
-    assert names(movers_on(session, "n1", Job("team-b", "new", 2, memory_mib=65_536))) == ["one"]
+    assert names(movers_on(session, "n1", Job("team-b", "new", 2, memory_bytes=64 * GIB))) == [
+        "one"
+    ]
     # 2 GPUs and 200 GiB: "one" frees the GPU, then "cache" (no GPU) the memory still short.
-    wants = Job("team-b", "new", 2, memory_mib=204_800)
+    wants = Job("team-b", "new", 2, memory_bytes=200 * GIB)
     assert names(movers_on(session, "n1", wants)) == ["one", "cache"]
 
 
@@ -73,18 +76,18 @@ def test_r11_1_a_node_where_an_interactive_job_holds_the_cores_offers_nothing():
 
 
 def test_e11_nodes_rank_by_gpus_moved_then_the_scarcer_share_then_jobs_then_name():
-    nodes = [Node(f"n{i}", 8, cpu_millis=32_000, memory_mib=131_072) for i in (1, 2, 3, 4)]
+    nodes = [Node(f"n{i}", 8, cpu_millis=32_000, memory_bytes=128 * GIB) for i in (1, 2, 3, 4)]
     pinned = dataclasses.replace(run("n4", "n4-x", 0, cpu_millis=8_000), type="interactive")
     jobs = [
         run("n1", "n1-gpu", 1, 0, cpu_millis=24_000),  # moves a GPU
         run("n2", "n2-cpu", 0, order=1, cpu_millis=24_000),  # 75 % of the cores, one job
-        run("n3", "n3-mem", 0, order=2, cpu_millis=8_000, memory_mib=114_688),  # 87.5 % memory
+        run("n3", "n3-mem", 0, order=2, cpu_millis=8_000, memory_bytes=112 * GIB),  # 87.5 % memory
         run("n4", "n4-a", 0, order=3, cpu_millis=12_000),  # 75 % of the cores, two jobs
         run("n4", "n4-b", 0, order=4, cpu_millis=12_000),
         pinned,
     ]
     session = session_of(nodes, jobs)
-    job = Job("team-b", "new", 4, cpu_millis=16_000, memory_mib=65_536)
+    job = Job("team-b", "new", 4, cpu_millis=16_000, memory_bytes=64 * GIB)
     on_node = occupants_by_node(session, session.victims().by_queue)
     assert names(node_first(session, job, on_node)) == [
         "n2-cpu", "n4-b", "n4-a", "n3-mem", "n1-gpu"
@@ -169,11 +172,11 @@ def test_r5_4_a_fraction_is_offered_the_smallest_share_whose_device_it_would_the
 
 
 def test_r5_5_a_gpu_memory_request_counts_the_device_memory_of_the_node():
-    node = Node("n1", 2, gpu_memory_mib=40_960)
+    node = Node("n1", 2, gpu_memory_bytes=40 * GIB)
     jobs = [run("n1", "half", 0.5, 0), run("n1", "most", 0.75, 1, order=1)]
     session = session_of([node], jobs)
-    wants = Job("team-b", "new", 0.6, gpu_memory_mib=24_576)  # 600 of a 40 GiB device
+    wants = Job("team-b", "new", 0.6, gpu_memory_bytes=24 * GIB)  # 600 of a 40 GiB device
     assert names(movers_on(session, "n1", wants)) == ["half"]
-    too_big = Job("team-b", "huge", 1, gpu_memory_mib=49_152)  # more than a device holds
+    too_big = Job("team-b", "huge", 1, gpu_memory_bytes=48 * GIB)  # more than a device holds
     on_node = occupants_by_node(session, session.victims().by_queue)
     assert names(node_first(session, too_big, on_node)) == []

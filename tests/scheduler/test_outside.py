@@ -47,10 +47,10 @@ def test_r2_6_partly_held_devices_leave_the_others_usable():
 
 
 def test_r5_1_cpu_and_memory_held_outside_allot_are_not_free():
-    nodes = (Node("n1", 8, cpu_millis=16_000, memory_mib=65_536, outside_cpu_millis=12_000,
-                  outside_memory_mib=32_768),)  # fmt: skip
+    nodes = (Node("n1", 8, cpu_millis=16_000, memory_bytes=64 * 2**30, outside_cpu_millis=12_000,
+                  outside_memory_bytes=32 * 2**30),)  # fmt: skip
     jobs = (
-        Job("team-a", "fits", 1, cpu_millis=4_000, memory_mib=32_768, order=1),
+        Job("team-a", "fits", 1, cpu_millis=4_000, memory_bytes=32 * 2**30, order=1),
         Job("team-a", "no-room", 1, cpu_millis=1_000, order=2),
     )
     plan = plan_cycle(Snapshot(nodes, (Project("team-a", 8),), jobs))

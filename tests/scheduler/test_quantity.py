@@ -10,7 +10,7 @@ from scheduler.quantity import (
     cpu_millis,
     format_cpu,
     format_memory,
-    memory_mib,
+    memory_bytes,
     memory_text,
     parse_quantity,
 )
@@ -48,13 +48,25 @@ def test_cpu_is_in_millicores_a_plain_number_being_cores():
     assert cpu_millis("0.1m", allocatable=True) == 0  # a node never offers more than it has
 
 
-def test_memory_is_in_mib_a_plain_number_being_bytes():
-    assert memory_mib("16Gi") == 16384
-    assert memory_mib("512Mi") == 512
-    assert memory_mib("1G") == 954
-    assert memory_mib("1G", allocatable=True) == 953
-    assert memory_mib(1) == 1
-    assert memory_mib(0) == 0
+def test_memory_is_in_bytes_exactly_a_plain_number_being_bytes():
+    # issue 33: MiB rounded "1G" up to 954 MiB for a request and down to 953 for a node
+    assert memory_bytes("16Gi") == 16 * 2**30
+    assert memory_bytes("512Mi") == 512 * 2**20
+    assert memory_bytes("1G") == memory_bytes("1G", allocatable=True) == 10**9
+    assert memory_bytes("50M") * 4 == memory_bytes("200M", allocatable=True)
+    assert memory_bytes(1) == 1
+    assert memory_bytes(0) == 0
+    assert memory_bytes("0.5") == 1  # a fraction of a byte: a request rounds up, as Kubernetes
+    assert memory_bytes("0.5", allocatable=True) == 0
+
+
+@pytest.mark.parametrize(
+    ("form", "size"),
+    [("2000", 2000), (2000, 2000), ("50M", 50 * 10**6), ("1.5Gi", 3 * 2**29), ("500m", 1),
+     ("1e3", 1000), ("1.5e3", 1500), ("64G", 64 * 10**9), ("2k", 2000), ("1Ki", 1024)],
+)  # fmt: skip
+def test_every_kubernetes_form_is_a_memory_quantity(form, size):
+    assert memory_bytes(form) == size
 
 
 @pytest.mark.parametrize("bad", ["abc", "", "1Gb", "1.2.3", "Gi", "--1", "1 Gi", True, None, [1]])
@@ -67,17 +79,29 @@ def test_it_refuses_negative_and_absurd_amounts_naming_the_resource():
     with pytest.raises(QuantityError, match="CPU cannot be negative"):
         cpu_millis("-1")
     with pytest.raises(QuantityError, match="Memory cannot be negative"):
-        memory_mib("-1Gi")
+        memory_bytes("-1Gi")
     with pytest.raises(QuantityError, match="too large"):
-        memory_mib("9e29")
+        memory_bytes("9e29")
     with pytest.raises(QuantityError, match="finite"):
         cpu_millis(float("inf"))
 
 
 def test_amounts_are_written_back_as_kubernetes_writes_them_and_as_words():
     assert [format_cpu(m) for m in (500, 2000, 1250)] == ["500m", "2", "1250m"]
-    assert [format_memory(m) for m in (16384, 1536, 2**20, 0)] == ["16Gi", "1536Mi", "1Ti", "0Mi"]
+    sizes = (16 * 2**30, 1536 * 2**20, 2**40, 0, 50 * 10**6, 2000, 1001)
+    shown = ["16Gi", "1536Mi", "1Ti", "0", "50M", "2k", "1001"]
+    assert [format_memory(m) for m in sizes] == shown
     assert cpu_millis(format_cpu(1250)) == 1250
-    assert memory_mib(format_memory(1536)) == 1536
+    for size in (1536 * 2**20, 50 * 10**6, 2000, 1001, 3 * 2**29):
+        assert memory_bytes(format_memory(size)) == size
     assert [cores_text(m) for m in (16000, 1000, 500)] == ["16 cores", "1 core", "0.5 cores"]
-    assert [memory_text(m) for m in (65536, 1536, 300)] == ["64 GiB", "1.5 GiB", "300 MiB"]
+    sizes = (64 * 2**30, 3 * 2**29, 300 * 2**20, 50 * 10**6, 1536, 1001, 10**9 + 1)
+    assert [memory_text(m) for m in sizes] == [
+        "64 GiB",
+        "1.5 GiB",
+        "300 MiB",
+        "50 MB",
+        "1.5 KiB",
+        "1001 bytes",
+        "953.67 MiB",
+    ]

@@ -26,6 +26,7 @@ from scheduler import (
     settle,
 )
 from scheduler.eta import cannot_start, estimate_starts
+from scheduler.quantity import GIB
 
 TEAM = (Project("team-a", 16),)
 
@@ -58,7 +59,7 @@ def test_r5_1_a_gang_counts_the_cpu_of_its_pods_on_one_node_together():
 
 def test_r5_1_a_node_that_does_not_track_cpu_or_memory_is_never_limited_by_them():
     nodes = (Node("n1", 1),)
-    job = Job("team-a", "new", 1, cpu_millis=10**9, memory_mib=10**9)
+    job = Job("team-a", "new", 1, cpu_millis=10**9, memory_bytes=2**50)
     assert started(plan_cycle(Snapshot(nodes, TEAM, (job,)))) is not None
 
 
@@ -77,8 +78,8 @@ def test_r5_1_the_pending_reason_names_the_cpu_of_the_node_with_the_most_free_gp
 
 
 def test_r5_1_a_pod_larger_than_every_node_in_memory_says_so():
-    nodes = (Node("n1", 8, memory_mib=65_536),)
-    job = Job("team-a", "new", 1, memory_mib=100 * 1024)
+    nodes = (Node("n1", 8, memory_bytes=64 * GIB),)
+    job = Job("team-a", "new", 1, memory_bytes=100 * GIB)
     reason = plan_cycle(Snapshot(nodes, TEAM, (job,))).pending_reasons[("team-a", "new")]
     assert reason == "no node in the cluster has 100 GiB of memory: the largest has 64 GiB (R5)"
 
@@ -110,18 +111,21 @@ def test_r5_2_spread_takes_the_node_with_the_most_cpu_left_among_equally_free_gp
 
 
 def test_r5_5_gpu_memory_request_goes_on_a_device_with_that_much_free_memory():
-    nodes = (Node("small", 2, gpu_memory_mib=16_384), Node("large", 2, gpu_memory_mib=40_960))
-    job = Job("team-a", "new", 0.5, gpu_memory_mib=20_480)
+    nodes = (
+        Node("small", 2, gpu_memory_bytes=16 * GIB),
+        Node("large", 2, gpu_memory_bytes=40 * GIB),
+    )
+    job = Job("team-a", "new", 0.5, gpu_memory_bytes=20 * GIB)
     pod = started(plan_cycle(Snapshot(nodes, TEAM, (job,)))).placement[0]
     assert (pod.node, pod.share) == ("large", 0.5)  # 20 GiB of 40: half the device
 
 
 def test_r5_5_gpu_memory_request_shares_a_device_only_where_its_memory_is_free():
-    nodes = (Node("n1", 1, gpu_memory_mib=40_960),)
-    first = Job("team-a", "first", 0.6, gpu_memory_mib=24_576, placement=on("n1", 0, share=0.6))
-    fits = Job("team-a", "new", 0.4, gpu_memory_mib=16_384, order=2)
+    nodes = (Node("n1", 1, gpu_memory_bytes=40 * GIB),)
+    first = Job("team-a", "first", 0.6, gpu_memory_bytes=24 * GIB, placement=on("n1", 0, share=0.6))
+    fits = Job("team-a", "new", 0.4, gpu_memory_bytes=16 * GIB, order=2)
     assert started(plan_cycle(Snapshot(nodes, TEAM, (first, fits)))).placement[0].devices == (0,)
-    too_big = Job("team-a", "new", 0.5, gpu_memory_mib=20_480, order=2)
+    too_big = Job("team-a", "new", 0.5, gpu_memory_bytes=20 * GIB, order=2)
     plan = plan_cycle(Snapshot(nodes, TEAM, (first, too_big)))
     assert started(plan) is None
     assert (
@@ -131,8 +135,8 @@ def test_r5_5_gpu_memory_request_shares_a_device_only_where_its_memory_is_free()
 
 
 def test_r5_5_gpu_memory_request_larger_than_every_device_can_never_start():
-    nodes = (Node("n1", 8, gpu_memory_mib=40_960),)
-    job = Job("team-a", "new", 2.0, gpu_memory_mib=81_920)
+    nodes = (Node("n1", 8, gpu_memory_bytes=40 * GIB),)
+    job = Job("team-a", "new", 2.0, gpu_memory_bytes=80 * GIB)
     snapshot = Snapshot(nodes, TEAM, (job,))
     assert "no GPU in the cluster has 80 GiB of memory: the largest has 40 GiB (R5.5)" in (
         cannot_start(snapshot, job)
@@ -141,9 +145,9 @@ def test_r5_5_gpu_memory_request_larger_than_every_device_can_never_start():
 
 
 def test_r3_4_gpu_memory_limit_check_uses_the_largest_device_and_accounting_the_smallest():
-    nodes = (Node("big", 1, gpu_memory_mib=81_920), Node("small", 1, gpu_memory_mib=20_480))
+    nodes = (Node("big", 1, gpu_memory_bytes=80 * GIB), Node("small", 1, gpu_memory_bytes=20 * GIB))
     team = (Project("team-a", 1, limit=0.25),)
-    job = Job("team-a", "new", 1.0, gpu_memory_mib=20_480)  # 20/20 by the smallest device
+    job = Job("team-a", "new", 1.0, gpu_memory_bytes=20 * GIB)  # 20/20 by the smallest device
     plan = plan_cycle(Snapshot(nodes, team, (job,)))
     assert started(plan) is not None  # 20/80 = 0.25 by the largest: within the limit
     assert plan.allocated["team-a"] == 1.0
@@ -168,8 +172,8 @@ def test_r3_1_cpu_limit_makes_a_job_over_limit_naming_cpu():
 
 
 def test_r3_1_memory_limit_counts_every_pod_of_a_gang():
-    team = (Project("team-a", 8, memory_limit_mib=32_768),)
-    gang = Job("team-a", "new", 1, pods=3, memory_mib=16_384)
+    team = (Project("team-a", 8, memory_limit_bytes=32 * GIB),)
+    gang = Job("team-a", "new", 1, pods=3, memory_bytes=16 * GIB)
     snapshot = Snapshot((Node("n1", 8),), team, (gang,))
     assert (
         "memory limit of 32 GiB: 0 MiB in use + 48 GiB requested (R3.1)"
@@ -193,9 +197,9 @@ def test_r3_1_a_department_cpu_limit_counts_the_jobs_of_all_its_projects():
 
 
 def test_r3_1_a_department_memory_limit_makes_a_job_that_alone_exceeds_it_unable_to_start():
-    dept = (Department("dept-d", 8, memory_limit_mib=16_384),)
-    teams = (Project("team-a", 8, department="dept-d", memory_limit_mib=65_536),)
-    big = Job("team-a", "new", 1, memory_mib=20_480)
+    dept = (Department("dept-d", 8, memory_limit_bytes=16 * GIB),)
+    teams = (Project("team-a", 8, department="dept-d", memory_limit_bytes=64 * GIB),)
+    big = Job("team-a", "new", 1, memory_bytes=20 * GIB)
     snapshot = Snapshot((Node("n1", 8),), teams, (big,), departments=dept)
     assert "dept-d's memory limit of 16 GiB" in plan_cycle(snapshot).pending_reasons[big.key]
     assert cannot_start(snapshot, big).startswith("cannot start: would exceed dept-d's memory")
@@ -216,7 +220,7 @@ def test_r2_6_failed_devices_leave_the_cluster_total_and_placement():
     )
 
 
-def test_r2_6_a_job_on_a_failed_device_is_evicted_within_one_cycle_naming_the_gpu():
+def test_r2_6_f1_a_job_on_a_failed_device_moves_to_healthy_ones_within_one_cycle_naming_the_gpu():
     nodes = (Node("dgx1-2", 8, failed_devices=(3,)),)
     jobs = (
         Job("team-a", "train", 2, placement=on("dgx1-2", 2, 3), order=1),
@@ -224,25 +228,59 @@ def test_r2_6_a_job_on_a_failed_device_is_evicted_within_one_cycle_naming_the_gp
         Job("team-a", "fine", 1, placement=on("dgx1-2", 5), order=3),
     )
     plan = plan_cycle(Snapshot(nodes, TEAM, jobs))
-    evicted = {d.job: d for d in plan.decisions if d.kind == "evict"}
-    assert list(evicted) == [("team-a", "train")]
-    assert evicted[("team-a", "train")].reason == (
-        "evicted: GPU 3 of dgx1-2 failed; it waits to run again"
+    assert [(d.kind, d.job, d.action) for d in plan.decisions] == [
+        ("move", ("team-a", "train"), "device-failure")
+    ]
+    (move,) = plan.decisions
+    assert move.reason == "moved to dgx1-2: GPU 3 of dgx1-2 failed (R2.6)"
+    assert 3 not in move.placement[0].devices
+
+
+def test_r2_6_f3_a_job_on_a_failed_device_with_no_room_left_is_evicted_naming_the_gpu():
+    nodes = (Node("n1", 2, failed_devices=(0,)),)
+    jobs = (
+        Job("team-a", "notebook", 1, type="interactive", placement=on("n1", 0), order=1),
+        Job("team-a", "other", 1, type="interactive", placement=on("n1", 1), order=2),
     )
-    assert evicted[("team-a", "train")].action == "device-failure"
-    # The next cycle restarts it on healthy devices; the device stays out of placement.
-    final, _ = settle(Snapshot(nodes, TEAM, jobs))
-    train = next(j for j in final.jobs if j.name == "train")
-    assert train.running and 3 not in train.placement[0].devices
+    plan = plan_cycle(Snapshot(nodes, TEAM, jobs))
+    assert [(d.kind, d.job, d.reason) for d in plan.decisions] == [
+        ("evict", ("team-a", "notebook"), "evicted: GPU 0 of n1 failed; it waits to run again")
+    ]
+    assert plan.decisions[0].action == "device-failure"
 
 
-def test_r2_6_an_interactive_job_on_a_failed_device_is_evicted_too():
+def test_r2_6_f1_an_interactive_job_on_a_failed_device_moves_too():
     nodes = (Node("n1", 2, failed_devices=(0,)),)
     job = Job("team-a", "notebook", 1, type="interactive", placement=on("n1", 0))
     plan = plan_cycle(Snapshot(nodes, TEAM, (job,)))
     assert [(d.kind, d.reason) for d in plan.decisions] == [
-        ("evict", "evicted: GPU 0 of n1 failed; it waits to run again")
+        ("move", "moved to n1: GPU 0 of n1 failed (R2.6)")
     ]
+
+
+def test_r2_6_f2_its_gpus_are_not_lent_before_it_reclaims_them_issue_34_item_12():
+    """After a GPU failed, an over-quota fill job started on the failed job's other device and
+    was reclaimed by it in the next cycle (issue 34 item 12). The stranded job keeps its healthy
+    device through allocate and reclaims what it lacks in the same cycle: one eviction, no start
+    undone."""
+    nodes = (Node("dgx1-1", 8), Node("dgx1-2", 8, failed_devices=(0,)))
+    teams = (Project("nlp", 8), Project("vision", 4), Project("fill", 4))
+    jobs = [Job("nlp", f"n{i}", 2, placement=on(f"dgx1-{1 + i // 2}", 2 * (i % 2), 2 * (i % 2) + 1),
+                order=i) for i in range(4)]  # fmt: skip
+    jobs += [Job("fill", f"fill-{i}", 1, placement=on(f"dgx1-{1 + i // 4}", 4 + i % 4),
+                 order=10 + i) for i in range(8)]  # fmt: skip
+    jobs += [Job("fill", f"fill-{i}", 1, order=10 + i) for i in (8, 9)]
+    plan = plan_cycle(Snapshot(nodes, teams, tuple(jobs)))
+    kinds = [(d.kind, "/".join(d.job)) for d in plan.decisions]
+    assert ("move", "nlp/n2") in kinds
+    assert [k for k in kinds if k[0] == "start"] == []  # no fill job lent the freed device
+    assert len([k for k in kinds if k[0] == "evict"]) == 1  # one fill job gives its GPU back
+    move = next(d for d in plan.decisions if d.job == ("nlp", "n2"))
+    assert move.reason.startswith("moved: GPU 0 of dgx1-2 failed; restarted on dgx1-2: reclaimed")
+    assert move.action == "device-failure"
+    _, plans = settle(Snapshot(nodes, teams, tuple(jobs)))
+    later = [d for p in plans[1:] for d in p.decisions if d.kind == "evict"]
+    assert later == []  # nothing started in the first cycle is taken back after
 
 
 # ------------------------------------------------------------------------ ETA and backfill (B1)
@@ -294,7 +332,7 @@ def workloads(draw):
             f"n{i}",
             draw(st.integers(0, 4)),
             cpu_millis=draw(st.none() | st.integers(1, 16).map(lambda c: c * 1000)),
-            memory_mib=draw(st.none() | st.integers(1, 64).map(lambda m: m * 1024)),
+            memory_bytes=draw(st.none() | st.integers(1, 64).map(lambda m: m * GIB)),
             failed_devices=tuple(draw(st.lists(st.integers(0, 3), max_size=2))),
         )
         for i in range(draw(st.integers(1, 4)))
@@ -306,7 +344,7 @@ def workloads(draw):
             draw(st.sampled_from([0, 0.5, 1, 2])),
             pods=draw(st.integers(1, 2)),
             cpu_millis=draw(st.integers(0, 8)) * 1000,
-            memory_mib=draw(st.integers(0, 32)) * 1024,
+            memory_bytes=draw(st.integers(0, 32)) * GIB,
             order=k,
         )
         for k in range(draw(st.integers(1, 10)))
@@ -324,22 +362,23 @@ def test_r5_1_no_node_is_ever_over_committed_in_cpu_or_memory_nor_uses_a_failed_
     for job in final.jobs:
         for pod in job.placement:
             cpu[pod.node] += job.cpu_millis
-            memory[pod.node] += job.memory_mib
+            memory[pod.node] += job.memory_bytes
             assert not set(pod.devices) & set(nodes[pod.node].failed_devices)
             if job.gpus == 0:
                 assert pod.devices == ()
     for name, node in nodes.items():
         assert node.cpu_millis is None or cpu[name] <= node.cpu_millis
-        assert node.memory_mib is None or memory[name] <= node.memory_mib
+        assert node.memory_bytes is None or memory[name] <= node.memory_bytes
 
 
 def test_r9_6_a_job_asking_less_cpu_or_memory_than_one_that_failed_is_still_tried():
     from scheduler.actions.signatures import FailedJobs
 
     failed = FailedJobs()
-    failed.add(Job("team-a", "hungry", 1, cpu_millis=8_000, memory_mib=4_096))
-    assert failed.skip(Job("team-a", "same", 1, cpu_millis=8_000, memory_mib=4_096))
-    assert not failed.skip(Job("team-a", "fewer-cores", 1, cpu_millis=4_000, memory_mib=4_096))
-    assert not failed.skip(Job("team-a", "less-memory", 1, cpu_millis=8_000, memory_mib=1_024))
-    assert not failed.skip(Job("team-a", "by-memory", 1, gpu_memory_mib=40_960, cpu_millis=8_000,
-                               memory_mib=4_096))  # fmt: skip
+    failed.add(Job("team-a", "hungry", 1, cpu_millis=8_000, memory_bytes=4 * GIB))
+    assert failed.skip(Job("team-a", "same", 1, cpu_millis=8_000, memory_bytes=4 * GIB))
+    assert not failed.skip(Job("team-a", "fewer-cores", 1, cpu_millis=4_000, memory_bytes=4 * GIB))
+    assert not failed.skip(Job("team-a", "less-memory", 1, cpu_millis=8_000, memory_bytes=1 * GIB))
+    by_memory = Job("team-a", "by-memory", 1, gpu_memory_bytes=40 * GIB, cpu_millis=8_000,
+                    memory_bytes=4 * GIB)  # fmt: skip
+    assert not failed.skip(by_memory)

@@ -1,6 +1,6 @@
 """Acceptance suite: every scenario file under ``scenarios/`` replays with all expectations met.
 
-The files are written from SCHEDULING.md (each names its rules in ``source`` and shows its
+The files are written from docs/rules.md (each names its rules in ``source`` and shows its
 arithmetic in ``notes``); a failure here means the scheduler and the rule book disagree.
 """
 

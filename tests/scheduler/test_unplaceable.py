@@ -6,6 +6,7 @@ it (scheduler/resources.py `unplaceable`)."""
 from __future__ import annotations
 
 from scheduler import Job, Node, PodPlacement, Policy, Project, Snapshot, plan_cycle
+from scheduler.quantity import GIB
 from scheduler.resources import unplaceable
 from scheduler.session import Session
 
@@ -55,8 +56,8 @@ def test_r5_1_more_cores_than_any_node_says_so_where_reclaim_would_speak_of_fair
 
 
 def test_r5_1_a_cpu_only_job_larger_than_every_node_in_memory_says_so_with_reclaim_on():
-    nodes = (Node("n1", 8, memory_mib=65_536),)
-    jobs = (running_b("n1", 8), Job("team-a", "big", 0, order=1, memory_mib=131_072))
+    nodes = (Node("n1", 8, memory_bytes=64 * GIB),)
+    jobs = (running_b("n1", 8), Job("team-a", "big", 0, order=1, memory_bytes=128 * GIB))
     plan = plan_cycle(Snapshot(nodes, TEAMS, jobs))
     assert reason(plan) == (
         "no node in the cluster has 128 GiB of memory: the largest has 64 GiB (R5)"

@@ -68,7 +68,7 @@ def test_resources_put_cpu_and_memory_on_every_node_and_job():
 
     for build in BUILDERS.values():
         snapshot = build(4, 8, 2, 16, True)
-        assert all(n.cpu_millis and n.memory_mib for n in snapshot.nodes)
-        assert snapshot.jobs and all(j.cpu_millis and j.memory_mib for j in snapshot.jobs)
+        assert all(n.cpu_millis and n.memory_bytes for n in snapshot.nodes)
+        assert snapshot.jobs and all(j.cpu_millis and j.memory_bytes for j in snapshot.jobs)
         plain = build(4, 8, 2, 16)
         assert all(n.cpu_millis is None for n in plain.nodes)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from scheduler.quantity import GIB
 from scheduler_tools.scenario import ScenarioError, load_scenario, parse_scenario, replay
 
 BASE = {
@@ -34,13 +35,13 @@ def scenario(**changes):
 def test_nodes_and_projects_read_kubernetes_quantities_into_the_core_fields():
     parsed = parse_scenario(scenario())
     n1, n2 = parsed.nodes
-    assert (n1.cpu_millis, n1.memory_mib, n1.gpu_memory_mib) == (64_000, 524_288, 40_960)
-    assert (n2.cpu_millis, n2.memory_mib, n2.failed_devices) == (8_500, 65_536, (1,))
+    assert (n1.cpu_millis, n1.memory_bytes, n1.gpu_memory_bytes) == (64_000, 512 * GIB, 40 * GIB)
+    assert (n2.cpu_millis, n2.memory_bytes, n2.failed_devices) == (8_500, 64 * GIB, (1,))
     project = parsed.projects[0]
-    assert (project.cpu_limit_millis, project.memory_limit_mib) == (100_000, 1_048_576)
+    assert (project.cpu_limit_millis, project.memory_limit_bytes) == (100_000, 1024 * GIB)
     department = parsed.departments[0]
-    assert (department.cpu_limit_millis, department.memory_limit_mib) == (64_500, 2_097_152)
-    assert parsed.smallest_gpu_memory == 40_960
+    assert (department.cpu_limit_millis, department.memory_limit_bytes) == (64_500, 2048 * GIB)
+    assert parsed.smallest_gpu_memory == 40 * GIB
 
 
 def test_a_gpu_memory_job_counts_as_its_share_of_the_smallest_device_r3_4():
@@ -94,7 +95,7 @@ def test_a_bad_resource_field_is_refused_naming_it(path, value, message):
 def test_a_department_without_cpu_or_memory_limits_has_none():
     data = scenario(departments=[{"name": "dept-d", "quota": 4}])
     department = parse_scenario(data).departments[0]
-    assert (department.cpu_limit_millis, department.memory_limit_mib) == (None, None)
+    assert (department.cpu_limit_millis, department.memory_limit_bytes) == (None, None)
 
 
 def test_the_scenario_files_of_issue_26_load(tmp_path):

@@ -9,10 +9,11 @@ from rest_framework import serializers
 
 from portal.api.fields import StrictModelSerializer
 from portal.api.serializers.jobs import _no_django_validation_error
-from portal.api.serializers.quantities import QuantityField
+from portal.api.serializers.quantities import MibField, QuantityField
 from portal.cluster.models import MAX_GPUS_PER_NODE, Node
 from portal.core.validators import validate_dns_label, validate_dns_subdomain
 from portal.jobs.models import HOLDING, Job
+from scheduler.quantity import MIB, mib_ceil
 
 
 def device_use(jobs: Iterable[Job] | None = None) -> dict[str, dict[int, list[tuple[Job, float]]]]:
@@ -43,15 +44,25 @@ def devices_of(node: Node, use: dict, visible=lambda job: True) -> list[dict]:
 
 
 def node_requests(jobs: Iterable[Job] | None = None) -> dict[str, tuple[int, int]]:
-    """node name -> (millicores, MiB) the pods placed there request (issue 26)."""
+    """node name -> (millicores, bytes) the pods placed there request (issue 26)."""
     if jobs is None:
         jobs = Job.objects.filter(status__in=HOLDING)
     held: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for job in jobs:
         for pod in job.placed_pods:
             held[pod.node][0] += job.cpu_millis
-            held[pod.node][1] += job.memory_mib
+            held[pod.node][1] += job.memory_bytes
     return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
+
+
+class DeviceMemoryField(serializers.IntegerField):
+    """A GPU's memory in MiB in the API (the unit devices report), in bytes in the database."""
+
+    def run_validation(self, data=serializers.empty) -> int:
+        return super().run_validation(data) * MIB  # checked against its bounds in MiB
+
+    def to_representation(self, value) -> int:
+        return value // MIB
 
 
 class NodeSerializer(StrictModelSerializer):
@@ -63,7 +74,11 @@ class NodeSerializer(StrictModelSerializer):
         max_length=253, validators=[_no_django_validation_error(validate_dns_subdomain)]
     )
     gpus = serializers.IntegerField(min_value=0, max_value=MAX_GPUS_PER_NODE)
-    gpu_memory_mib = serializers.IntegerField(min_value=1, max_value=10_485_760, default=32768)
+    gpu_memory_mib = DeviceMemoryField(
+        source="gpu_memory_bytes", min_value=1, max_value=10_485_760, required=False,
+        help_text="memory of each GPU in MiB, as nvidia-smi and GPU feature discovery say it "
+        "(default 32768)",
+    )  # fmt: skip
     pool = serializers.CharField(
         max_length=63,
         default="default",
@@ -76,7 +91,7 @@ class NodeSerializer(StrictModelSerializer):
     )
     memory = QuantityField(
         "memory",
-        source="memory_mib",
+        source="memory_bytes",
         help_text="allocatable memory, e.g. 512Gi (null: not tracked)",
     )
     failed_devices = serializers.ListField(
@@ -88,6 +103,7 @@ class NodeSerializer(StrictModelSerializer):
     allocated_gpus = serializers.SerializerMethodField()
     allocated_cpu_millis = serializers.SerializerMethodField()
     allocated_memory_mib = serializers.SerializerMethodField()
+    memory_mib = MibField(source="memory_bytes", floor=True)
     devices = serializers.SerializerMethodField()
 
     class Meta:
@@ -111,7 +127,7 @@ class NodeSerializer(StrictModelSerializer):
             "devices",
             "created_at",
         ]
-        read_only_fields = ["created_at", "cpu_millis", "memory_mib", "failed_in_cluster"]
+        read_only_fields = ["created_at", "cpu_millis", "failed_in_cluster"]
 
     def _devices(self, node: Node) -> list[dict]:
         use = self.context.get("device_use")
@@ -129,7 +145,7 @@ class NodeSerializer(StrictModelSerializer):
         return self._requests().get(node.name, (0, 0))[0]
 
     def get_allocated_memory_mib(self, node: Node) -> int:
-        return self._requests().get(node.name, (0, 0))[1]
+        return mib_ceil(self._requests().get(node.name, (0, 0))[1])
 
     def _requests(self) -> dict[str, tuple[int, int]]:
         use = self.context.get("node_requests")

@@ -18,7 +18,7 @@ from agents import rendezvous
 from agents.sessions import STEERING_PREFIX
 from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
-from portal.api.serializers.quantities import GpuMemoryField, QuantityField
+from portal.api.serializers.quantities import GpuMemoryField, MibField, QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs import resources
@@ -39,15 +39,18 @@ PRIORITY_MIN, PRIORITY_MAX = -50, 49
 ESTIMATE_MAX_S = 365 * 24 * 3600  # a run-time estimate of at most a year
 ZERO_GPUS = "must be greater than 0, or 0 for a CPU-only job that asks for cpu or memory"
 # Requests and limits per pod (issue 26): the write-only quantity fields, the model's columns
-RESOURCES = {"cpu": "cpu_millis", "memory": "memory_mib", "cpu_limit": "cpu_limit_millis",
-             "memory_limit": "memory_limit_mib", "gpu_memory": "gpu_memory_mib"}  # fmt: skip
+RESOURCES = {"cpu": "cpu_millis", "memory": "memory_bytes", "cpu_limit": "cpu_limit_millis",
+             "memory_limit": "memory_limit_bytes", "gpu_memory": "gpu_memory_bytes"}  # fmt: skip
+# The numbers answered beside the quantities, as before issue 33 (memory in MiB, rounded up)
+NUMBERS = ["cpu_millis", "memory_mib", "cpu_limit_millis", "memory_limit_mib", "gpu_memory_mib"]
 # Job fields whose stored value is already what DRF's field would show (str, int, bool, None,
 # and lists and maps of those); the rest (times, GPUs, volumes, computed fields) go through DRF.
 STORED_AS_SHOWN = frozenset({
     "name", "type", "pods", "priority", "image", "command", "args", "environment", "ports",
     "secret_environment",
     "service_type", "sim_duration_s", "estimate_s", "status", "placement", "pending_reason",
-    "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start", *RESOURCES.values(),
+    "stuck", "expected_s", "expected_basis", "eta_kind", "expected_start", "cpu_millis",
+    "cpu_limit_millis",
 })  # fmt: skip
 
 
@@ -157,15 +160,20 @@ class JobSerializer(StrictModelSerializer):
         source="cpu_millis",
         help_text="CPU per pod, e.g. 2 or 500m (default: the project's, else the cluster's)",
     )
-    memory = QuantityField("memory", source="memory_mib", help_text="memory per pod, e.g. 16Gi")
+    memory = QuantityField(
+        "memory", source="memory_bytes", help_text="memory per pod, e.g. 16Gi, 50M or 2000 (bytes)"
+    )
+    memory_mib = MibField(source="memory_bytes")
+    memory_limit_mib = MibField(source="memory_limit_bytes")
+    gpu_memory_mib = MibField(source="gpu_memory_bytes")
     cpu_limit = QuantityField(
         "cpu", source="cpu_limit_millis", help_text="CPU limit per pod, at least cpu"
     )
     memory_limit = QuantityField(
-        "memory", source="memory_limit_mib", help_text="memory limit per pod, at least memory"
+        "memory", source="memory_limit_bytes", help_text="memory limit per pod, at least memory"
     )
     gpu_memory = GpuMemoryField(
-        source="gpu_memory_mib",
+        source="gpu_memory_bytes",
         required=False,
         help_text="a fraction of one GPU by its memory, e.g. 20Gi, instead of gpus (not with "
         "it); more than 0 (R5.5)",
@@ -261,7 +269,7 @@ class JobSerializer(StrictModelSerializer):
             "cpu_limit",
             "memory_limit",
             "gpu_memory",
-            *RESOURCES.values(),
+            *NUMBERS,
             "priority",
             "image",
             "command",
@@ -293,7 +301,8 @@ class JobSerializer(StrictModelSerializer):
             "warnings",
         ]
         read_only_fields = [
-            *RESOURCES.values(),
+            "cpu_millis",
+            "cpu_limit_millis",
             "status",
             "placement",
             "submitted_at",
@@ -418,9 +427,9 @@ class JobSerializer(StrictModelSerializer):
         defaults here, and are checked the same way."""
         if "cluster_gpus" not in self.context:  # once per request, however many jobs
             self.context["cluster_gpus"] = Node.objects.aggregate(
-                largest=Max("gpus"), total=Sum("gpus"), smallest_memory=Min("gpu_memory_mib"),
-                largest_memory=Max("gpu_memory_mib"), cpu=Max("cpu_millis"),
-                memory=Max("memory_mib"),
+                largest=Max("gpus"), total=Sum("gpus"), smallest_memory=Min("gpu_memory_bytes"),
+                largest_memory=Max("gpu_memory_bytes"), cpu=Max("cpu_millis"),
+                memory=Max("memory_bytes"),
             )  # fmt: skip
         cluster = self.context["cluster_gpus"]
         unknown = sorted(
@@ -475,17 +484,17 @@ class JobSerializer(StrictModelSerializer):
                 attrs.get("cpu_millis"), attrs.get("cpu_limit_millis"),
                 resources.default_cpu_millis(project),
             )  # fmt: skip
-            attrs["memory_mib"] = resources.request_with_default(
-                attrs.get("memory_mib"), attrs.get("memory_limit_mib"),
-                resources.default_memory_mib(project),
+            attrs["memory_bytes"] = resources.request_with_default(
+                attrs.get("memory_bytes"), attrs.get("memory_limit_bytes"),
+                resources.default_memory_bytes(project),
             )  # fmt: skip
         for request, limit, name in (("cpu_millis", "cpu_limit_millis", "cpu"),
-                                     ("memory_mib", "memory_limit_mib", "memory")):  # fmt: skip
+                                     ("memory_bytes", "memory_limit_bytes", "memory")):  # fmt: skip
             if attrs.get(limit) is not None and attrs.get(request, 0) > attrs[limit]:
                 raise serializers.ValidationError(
                     {f"{name}_limit": [f"must be at least the {name} request"]}
                 )
-        gpu_memory = attrs.get("gpu_memory_mib")
+        gpu_memory = attrs.get("gpu_memory_bytes")
         if gpu_memory is not None:
             if "gpus" in attrs:
                 raise serializers.ValidationError(
@@ -494,7 +503,7 @@ class JobSerializer(StrictModelSerializer):
             attrs["gpus"] = resources.gpu_memory_share(gpu_memory, cluster["smallest_memory"])
         if "gpus" not in attrs:
             raise serializers.ValidationError({"gpus": ["This field is required."]})
-        if attrs["gpus"] == 0 and not (attrs.get("cpu_millis") or attrs.get("memory_mib")):
+        if attrs["gpus"] == 0 and not (attrs.get("cpu_millis") or attrs.get("memory_bytes")):
             raise serializers.ValidationError({"gpus": [ZERO_GPUS]})
 
 
@@ -523,8 +532,8 @@ def _never_starts(context: dict, attrs: dict) -> str | None:
     job = QueuedJob(
         project.name, attrs.get("name", ""), float(attrs["gpus"]), attrs.get("pods", 1),
         attrs.get("type", JobType.TRAIN), attrs.get("priority"),
-        cpu_millis=attrs.get("cpu_millis") or 0, memory_mib=attrs.get("memory_mib") or 0,
-        gpu_memory_mib=attrs.get("gpu_memory_mib"),
+        cpu_millis=attrs.get("cpu_millis") or 0, memory_bytes=attrs.get("memory_bytes") or 0,
+        gpu_memory_bytes=attrs.get("gpu_memory_bytes"),
     )  # fmt: skip
     note = cannot_start(context["queues"], job)
     if note is None or not note.startswith("cannot start: "):  # "cannot start until" a node
@@ -537,8 +546,8 @@ def _larger_than_every_node(attrs: dict, cluster: dict) -> list[str]:
     warnings = []
     cpu, memory, gpu_memory = (
         attrs.get("cpu_millis"),
-        attrs.get("memory_mib"),
-        attrs.get("gpu_memory_mib"),
+        attrs.get("memory_bytes"),
+        attrs.get("gpu_memory_bytes"),
     )
     if cpu and cluster["cpu"] is not None and cpu > cluster["cpu"]:
         warnings.append(
@@ -644,8 +653,8 @@ def _rendezvous_refusal(env: dict, pods: int) -> str:
     taken = sorted(set(env) & (rendezvous.NAMES - {rendezvous.PORT_VARIABLE}))
     if taken:
         return (
-            f"{taken[0]} is set by Allot for each pod of a job of several pods (README, "
-            "Distributed training); leave it out"
+            f"{taken[0]} is set by Allot for each pod of a job of several pods "
+            "(docs/distributed.md); leave it out"
         )
     port = str(env.get(rendezvous.PORT_VARIABLE, "29500"))
     if not (port.isdigit() and 0 < int(port) < 65536):

@@ -1,15 +1,17 @@
 """Kubernetes quantities in the REST API (issue 26): "500m", "2", "16Gi" in, the same back.
 
 Parsed by the scheduler's one parser (`scheduler.quantity`); a field stores whole millicores
-(CPU) or MiB (memory) and shows them as Kubernetes writes them ("500m", "16Gi"). A bad value is a
-400 under its field that says what the field takes.
+(CPU) or bytes (memory, issue 33) and shows them as Kubernetes writes them ("500m", "16Gi",
+"50M"). A bad value is a 400 under its field that says what the field takes. The numbers the API
+has always answered beside them (`memory_mib`, ...) stay in MiB for existing clients
+(:class:`MibField`).
 
 What a field takes is Kubernetes' syntax narrowed to what a portal user writes, so that the
 OpenAPI schema states it exactly (a pattern, not prose) and every value it allows fits the
 database's integer columns: CPU as cores ("2", "0.5", up to 999,999) or millicores ("500m"), or a
-JSON number of cores; memory as a number with a unit (Ki, Mi, Gi, Ti or k, M, G, T: "16Gi",
-"512Mi", "1.5G"), never a bare number, which Kubernetes reads as bytes (a `memory: 16` meant as
-GiB would ask for 16 bytes). A request under one MiB holds one MiB.
+JSON number of cores; memory in every form Kubernetes takes (issue 33: a bare "2000" is bytes,
+"50M", "1.5Gi", "500m", "1e3"), as a string or a JSON number of bytes, up to 2**62 bytes. Only a
+fraction of a byte rounds (up).
 """
 
 from __future__ import annotations
@@ -19,19 +21,27 @@ import re
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
-from scheduler.quantity import QuantityError, cpu_millis, format_cpu, format_memory, memory_mib
+from scheduler.quantity import (
+    MIB,
+    QuantityError,
+    cpu_millis,
+    format_cpu,
+    format_memory,
+    memory_bytes,
+    mib_ceil,
+)
 
 CPU_CORES_MAX = 999_999
 CPU_PATTERN = r"^([0-9]{1,6}(\.[0-9]{1,3})?|\.[0-9]{1,3}|[0-9]{1,9}m)$"
-# digits per unit so that the largest value stays under 2**31 MiB (the integer columns)
+# Kubernetes' quantity syntax (scheduler/quantity.py) in a JSON Schema (ECMA) regex
 MEMORY_PATTERN = (
-    r"^([0-9]{1,12}(\.[0-9]{1,3})?(Ki|k)|[0-9]{1,9}(\.[0-9]{1,3})?(Mi|M)"
-    r"|[0-9]{1,6}(\.[0-9]{1,3})?(Gi|G)|[0-9]{1,3}(\.[0-9]{1,3})?(Ti|T))$"
+    r"^\s*[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?\s*$"
 )
+MEMORY_MAX = 2**62
 # the same, more than zero (JSON Schema's ECMA regexes have lookaheads too)
-GPU_MEMORY_PATTERN = r"^(?!0*\.?0*[A-Za-z]+$)" + MEMORY_PATTERN[1:]
+GPU_MEMORY_PATTERN = r"^(?!\s*[+]?0*\.?0*([eE][+-]?[0-9]+|[A-Za-z]+)?\s*$)" + MEMORY_PATTERN[1:]
 CPU_WORDS = "a CPU quantity (cores, e.g. 2 or 500m)"
-MEMORY_WORDS = "a memory quantity (a number with a unit, e.g. 16Gi or 512Mi)"
+MEMORY_WORDS = "a memory quantity (bytes or a number with a unit, e.g. 16Gi, 512Mi, 50M, 2000)"
 
 
 class _Quantity(serializers.Field):
@@ -49,8 +59,8 @@ class _Quantity(serializers.Field):
         if isinstance(data, str) and self.pattern.match(data):
             try:
                 return self.parse(data)
-            except QuantityError:
-                pass  # the pattern is narrower than the parser: not reached
+            except QuantityError as error:  # too large: the message says so
+                raise serializers.ValidationError(str(error)) from None
         raise serializers.ValidationError(f"{data!r} is not {self.words}")
 
     def parse(self, data: str) -> int:
@@ -82,15 +92,24 @@ class CpuField(_Quantity):
 
 
 class MemoryField(_Quantity):
-    """Memory in MiB: "16Gi", "512Mi", "1.5G"; shown as "16Gi" or "1536Mi"."""
+    """Memory in bytes: "16Gi", "512Mi", "50M", "2000", 2000 (a JSON number is bytes, as a
+    bare number in Kubernetes); shown as "16Gi", "1536Mi" or "50M"."""
 
     pattern = re.compile(MEMORY_PATTERN)
     words = MEMORY_WORDS
-    request_schema = {"type": "string", "pattern": MEMORY_PATTERN, "example": "16Gi"}
+    request_schema = {"oneOf": [
+        {"type": "string", "pattern": MEMORY_PATTERN, "example": "16Gi"},
+        {"type": "integer", "minimum": 0, "maximum": MEMORY_MAX, "example": 2000},
+    ]}  # fmt: skip
     example = "16Gi"
 
+    def to_internal_value(self, data) -> int:
+        if isinstance(data, int) and not isinstance(data, bool) and 0 <= data <= MEMORY_MAX:
+            return data
+        return super().to_internal_value(data)
+
     def parse(self, data: str) -> int:
-        return memory_mib(data)
+        return memory_bytes(data)
 
     def to_representation(self, value) -> str:
         return format_memory(value)
@@ -101,7 +120,10 @@ class GpuMemoryField(MemoryField):
     out to ask by `gpus`); an answer gives null for a job that asked by `gpus`."""
 
     pattern = re.compile(GPU_MEMORY_PATTERN)
-    request_schema = {"type": "string", "pattern": GPU_MEMORY_PATTERN, "example": "20Gi"}
+    request_schema = {"oneOf": [
+        {"type": "string", "pattern": GPU_MEMORY_PATTERN, "example": "20Gi"},
+        {"type": "integer", "minimum": 1, "maximum": MEMORY_MAX, "example": 21474836480},
+    ]}  # fmt: skip
     example = "20Gi"
     response_nullable = True
 
@@ -111,9 +133,24 @@ class GpuMemoryField(MemoryField):
 
     def to_internal_value(self, data) -> int:
         zero = isinstance(data, str) and not self.pattern.match(data)
-        if zero and MemoryField.pattern.match(data):
+        if (zero and MemoryField.pattern.match(data)) or data == 0:
             raise serializers.ValidationError("must be more than 0")
         return super().to_internal_value(data)
+
+
+class MibField(serializers.ReadOnlyField):
+    """A byte count as the whole MiB the API answered before issue 33 (`memory_mib`, ...), for
+    the clients that read these numbers: a request rounded up, a node's allocatable (`floor`)
+    down, as they were stored."""
+
+    def __init__(self, *, floor: bool = False, **kwargs):
+        self.floor = floor
+        super().__init__(**kwargs)
+
+    def to_representation(self, value) -> int | None:
+        if value is None:
+            return None
+        return value // MIB if self.floor else mib_ceil(value)
 
 
 def QuantityField(kind: str, **kwargs) -> _Quantity:

@@ -12,7 +12,7 @@ from agents.kubernetes.names import namespace_for
 from portal.api.errors import MISSING
 from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.api.serializers.jobs import dns_label
-from portal.api.serializers.quantities import QuantityField
+from portal.api.serializers.quantities import MibField, QuantityField
 from portal.cluster.models import Node
 from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 from portal.tenancy.models import (
@@ -46,7 +46,7 @@ MIN_RUNTIME = {
 
 # the fields a project and a department share (QueueSerializer): GPUs, then CPU and memory
 QUEUE_FIELDS = ["name", "quota", "over_quota_weight", "limit"]
-LIMIT_NUMBERS = ["cpu_limit_millis", "memory_limit_mib"]
+LIMIT_NUMBERS = ["cpu_limit_millis", "memory_limit_mib"]  # MiB as before issue 33
 LIMIT_FIELDS = ["cpu_limit", "memory_limit", *LIMIT_NUMBERS]
 
 
@@ -70,10 +70,11 @@ class QueueSerializer(StrictModelSerializer):
     )
     memory_limit = QuantityField(
         "memory",
-        source="memory_limit_mib",
+        source="memory_limit_bytes",
         help_text="the most memory the running jobs hold together (a department's: of all its "
         "projects; null: no limit)",
     )
+    memory_limit_mib = MibField(source="memory_limit_bytes")
 
     class Meta:  # the shared part alone, as a project's; each queue's serializer lists its own
         model = Project
@@ -143,9 +144,10 @@ class ProjectSerializer(QueueSerializer):
     )
     default_memory = QuantityField(
         "memory",
-        source="default_memory_mib",
+        source="default_memory_bytes",
         help_text="memory per pod for jobs that do not say (null: the cluster's)",
     )
+    default_memory_mib = MibField(source="default_memory_bytes")
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -183,7 +185,6 @@ class ProjectSerializer(QueueSerializer):
             "fair_share",
             "created_at",
             "default_cpu_millis",
-            "default_memory_mib",
             *LIMIT_NUMBERS,
         ]
 

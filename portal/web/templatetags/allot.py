@@ -7,7 +7,7 @@ from django import template
 from portal import access
 from portal.core import formats
 from portal.web.rules import link_rules
-from scheduler.quantity import format_cpu, format_memory
+from scheduler.quantity import MIB, format_cpu, format_memory
 
 register = template.Library()
 
@@ -56,8 +56,9 @@ def cores(millis) -> str:
 
 
 @register.filter
-def mib(value) -> str:
-    """MiB in words: 65536 -> "64 GiB", 0 -> "0 GiB" (`formats.memory`)."""
+def memory(value) -> str:
+    """Bytes in words (issue 33, `formats.memory`): 64 GiB -> "64 GiB", 50000000 -> "50 MB",
+    0 -> "0 GiB"."""
     return formats.memory(value)
 
 
@@ -69,17 +70,17 @@ def quantity_cpu(millis) -> str:
 
 @register.filter
 def quantity_memory(value) -> str:
-    """MiB as a form reads them back ("16Gi"); empty when None."""
+    """Bytes as a form reads them back ("16Gi", "50M"); empty when None."""
     return "" if value is None else format_memory(int(value))
 
 
-UNIT_SUFFIXES = ("_mib", "_millis", "_s")
+UNIT_SUFFIXES = ("_bytes", "_mib", "_millis", "_s")
 NOTHING = "\N{EN DASH}"
 
 
 @register.filter
 def change_field(field) -> str:
-    """An audit entry's changed field as people say it: "memory_limit_mib" -> "memory limit"."""
+    """An audit entry's changed field as people say it: "memory_limit_bytes" -> "memory limit"."""
     name = str(field)
     for suffix in UNIT_SUFFIXES:
         name = name.removesuffix(suffix)
@@ -89,14 +90,17 @@ def change_field(field) -> str:
 @register.filter
 def change_value(value, field) -> str:
     """One side of an audit entry's change in the unit of its field (issue 34 item 16: the log
-    showed "memory_limit_mib: (dash) -> 614400"): MiB as "600 GiB", millicores as "8 cores",
-    seconds as a duration; an en dash for nothing."""
+    showed "memory_limit_mib: (dash) -> 614400"): bytes (and the MiB of entries written before
+    issue 33) as "600 GiB", millicores as "8 cores", seconds as a duration; an en dash for
+    nothing."""
     if value is None or value == "":
         return NOTHING
     name = str(field)
     try:
+        if name.endswith("_bytes"):
+            return memory(value)
         if name.endswith("_mib"):
-            return mib(value)
+            return memory(int(value) * MIB)
         if name.endswith("_millis"):
             return cores(value)
         if name.endswith("_s"):

@@ -98,7 +98,7 @@ def test_a_started_job_follows_the_phases_its_pods_report(agent, cluster):
 
 def test_the_inventory_comes_with_each_observation(agent, cluster):
     nodes = {n.name: n for n in agent.observe().nodes}
-    assert (nodes["dgx1-1"].gpus, nodes["dgx1-1"].gpu_memory_mib) == (8, 32768)
+    assert (nodes["dgx1-1"].gpus, nodes["dgx1-1"].gpu_memory_bytes) == (8, 32768 * 2**20)
 
 
 def test_a_watch_that_expires_is_relisted_without_losing_a_transition(agent, cluster):

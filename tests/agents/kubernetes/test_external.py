@@ -117,13 +117,13 @@ def test_requests_are_read_as_the_scheduler_reads_them():
     fields = external.requests_of(one)
     # cpu: max(250 + 500 + 100 sidecar, 4000 init) + 10 overhead; memory: 100 + 1024 + 50
     assert fields["cpu_millis"] == 4010
-    assert fields["memory_mib"] == 1174
-    assert (fields["cpu_limit_millis"], fields["memory_limit_mib"]) == (1500, 1224)
-    assert (fields["gpus"], fields["gpu_memory_mib"]) == (0.0, None)
+    assert fields["memory_bytes"] == 1174 * 2**20
+    assert (fields["cpu_limit_millis"], fields["memory_limit_bytes"]) == (1500, 1224 * 2**20)
+    assert (fields["gpus"], fields["gpu_memory_bytes"]) == (0.0, None)
     half = pod("h", annotations={"gpu-fraction": "0.5"}, containers=[{"name": "c"}])
     assert external.gpus(half) == (0.5, None)
     memory = pod("m", annotations={"gpu-memory": "4096"}, containers=[{"name": "c"}])
-    assert external.gpus(memory) == (0.0, 4096)
+    assert external.gpus(memory) == (0.0, 4096 * 2**20)  # a bare number is MiB in KAI
 
 
 def test_the_watch_keeps_allots_pods_those_asking_for_it_and_live_bound_ones():
@@ -143,7 +143,7 @@ def test_outside_sums_the_live_bound_pods_allot_did_not_place():
     daemon["spec"]["schedulerName"] = "default-scheduler"
     placed = pod("adopted", node="n1")
     placed["metadata"]["labels"] = {"allot.io/project": "p", "allot.io/job": "j"}
-    assert external.outside([daemon, placed, pod("waiting")]) == {"n1": (1, 1000, 1024)}
+    assert external.outside([daemon, placed, pod("waiting")]) == {"n1": (1, 1000, 2**30)}
 
 
 def test_a_device_a_live_pod_of_another_job_holds_is_not_given_again(agent, cluster):

@@ -32,10 +32,10 @@ def test_gpu_nodes_with_model_memory_pool_readiness_and_cordon(cluster):
     found = {n.name: n for n in inventory(api_client(config), config)}
     assert sorted(found) == ["a100-1", "dgx1-1", "dgx1-2"]  # cpu-1 has no GPUs
     one = found["dgx1-1"]
-    assert (one.gpus, one.gpu_product, one.gpu_memory_mib, one.pool, one.ready,
-            one.schedulable) == (8, "Tesla-V100-SXM2-32GB", 32768, "dgx", True, True)  # fmt: skip
+    assert (one.gpus, one.gpu_product, one.gpu_memory_bytes, one.pool, one.ready,
+            one.schedulable) == (8, "Tesla-V100-SXM2-32GB", 2**35, "dgx", True, True)  # fmt: skip
     assert found["dgx1-2"].schedulable is False
-    assert (found["a100-1"].ready, found["a100-1"].pool, found["a100-1"].gpu_memory_mib) == (
+    assert (found["a100-1"].ready, found["a100-1"].pool, found["a100-1"].gpu_memory_bytes) == (
         False, "default", None)  # fmt: skip
 
 

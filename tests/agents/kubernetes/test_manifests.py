@@ -52,7 +52,7 @@ def test_a_whole_gpu_pod_asks_for_its_gpus_and_names_allot_as_scheduler():
 def test_a_fraction_gets_its_device_and_share_but_no_gpu_request():
     notebook = job(name="nb", type="interactive", gpus=0.5,
                    placement=(PodSpec("dgx1-1", (3,), 0.5),), ports=(8888,))  # fmt: skip
-    (pod,) = manifests.job_pods(notebook, gpu_memory_mib={"dgx1-1": 32768})
+    (pod,) = manifests.job_pods(notebook, gpu_memory_bytes={"dgx1-1": 32 * 2**30})
     valid(pod)
     assert "resources" not in container(pod)
     assert env(pod) | {} == {"NVIDIA_VISIBLE_DEVICES": "3", "ALLOT_GPU_FRACTION": "0.5",

@@ -62,7 +62,7 @@ def test_starting_again_is_harmless(cluster, api):
 def test_fractions_hold_their_device_with_a_bound_reservation_pod(cluster, api):
     notebook = JobSpec("team-b", "nb", (PodSpec("dgx1-1", (3,), 0.5),), NOW, type="interactive",
                        gpus=0.5, ports=(8888,))  # fmt: skip
-    pods.start_job(api, notebook, gpu_memory_mib={"dgx1-1": 32768})
+    pods.start_job(api, notebook, gpu_memory_bytes={"dgx1-1": 32 * 2**30})
     reservation = cluster.pods[("allot-system", "allot-reservation-dgx1-1-3")]
     assert reservation["spec"]["nodeName"] == "dgx1-1"
     assert cluster.pods[("allot-team-b", "nb-0")]["spec"]["nodeName"] == "dgx1-1"

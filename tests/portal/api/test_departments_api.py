@@ -7,6 +7,7 @@ import pytest
 
 from portal.audit.models import AuditEntry
 from portal.tenancy.models import Department, Project
+from scheduler.quantity import GIB
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/departments/"
@@ -23,7 +24,7 @@ def test_an_admin_creates_a_department_with_cpu_and_memory_limits(admin_api):
     response = admin_api.post(URL, body, format="json")
     assert response.status_code == 201, response.content
     dept = Department.objects.get(name="dept-d")
-    assert (dept.cpu_limit_millis, dept.memory_limit_mib) == (500, 65536)
+    assert (dept.cpu_limit_millis, dept.memory_limit_bytes) == (500, 64 * GIB)
     got = admin_api.get(f"{URL}dept-d/").json()
     assert (got["cpu_limit"], got["memory_limit"]) == ("500m", "64Gi")
     assert (got["cpu_limit_millis"], got["memory_limit_mib"]) == (500, 65536)
@@ -32,13 +33,13 @@ def test_an_admin_creates_a_department_with_cpu_and_memory_limits(admin_api):
 
 
 def test_cpu_as_a_json_number_is_cores_and_null_lifts_a_limit(admin_api):
-    Department.objects.create(name="dept-d", quota=4, memory_limit_mib=1024)
+    Department.objects.create(name="dept-d", quota=4, memory_limit_bytes=1 * GIB)
     response = admin_api.patch(f"{URL}dept-d/", {"cpu_limit": 16, "memory_limit": None},
                                format="json")  # fmt: skip
     assert response.status_code == 200, response.content
     assert (response.json()["cpu_limit"], response.json()["memory_limit"]) == ("16", None)
     dept = Department.objects.get(name="dept-d")
-    assert (dept.cpu_limit_millis, dept.memory_limit_mib) == (16000, None)
+    assert (dept.cpu_limit_millis, dept.memory_limit_bytes) == (16000, None)
     entry = AuditEntry.objects.get(action="department.limits_changed")
     assert entry.changes["cpu_limit_millis"] == [None, 16000]
 
@@ -49,9 +50,9 @@ def test_cpu_as_a_json_number_is_cores_and_null_lifts_a_limit(admin_api):
         ({"cpu_limit": "lots"}, "cpu_limit", "is not a CPU quantity"),
         ({"cpu_limit": "-1"}, "cpu_limit", "is not a CPU quantity"),
         ({"cpu_limit": True}, "cpu_limit", "is not a CPU quantity"),
-        ({"memory_limit": "16"}, "memory_limit", "is not a memory quantity"),
+        ({"memory_limit": "16 Gi"}, "memory_limit", "is not a memory quantity"),
         ({"memory_limit": "1Gb"}, "memory_limit", "is not a memory quantity"),
-        ({"memory_limit": 16}, "memory_limit", "is not a memory quantity"),
+        ({"memory_limit": -16}, "memory_limit", "is not a memory quantity"),
         ({"quota": 4, "limit": 2}, "limit", "must be at least the quota"),
         ({"quota": -1}, "quota", "greater than or equal to 0"),
         ({"name": "Not A Label"}, "name", ""),
@@ -72,7 +73,7 @@ def test_a_bad_patch_changes_nothing(admin_api):
                                format="json")  # fmt: skip
     assert response.status_code == 400 and "cpu_limit" in response.json()
     dept = Department.objects.get(name="dept-d")
-    assert (dept.cpu_limit_millis, dept.memory_limit_mib) == (8000, None)
+    assert (dept.cpu_limit_millis, dept.memory_limit_bytes) == (8000, None)
 
 
 def test_a_name_is_fixed_and_taken_once(admin_api):

@@ -28,7 +28,7 @@ def running(project, user, name: str, gpus: int) -> Job:
 
 @pytest.fixture
 def one_node(db):
-    return Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_mib=32768, pool="default")
+    return Node.objects.create(name="dgx1-1", gpus=8, gpu_memory_bytes=32 * 2**30, pool="default")
 
 
 def test_a_notebook_names_the_teammates_job_it_would_preempt(api, one_node, member, owner,

@@ -36,7 +36,7 @@ def test_it_takes_kubernetes_quantities_and_gives_them_back_with_the_numbers(cli
     assert (body["cpu_limit"], body["cpu_limit_millis"]) == ("2", 2000)
     assert (body["memory_limit"], body["memory_limit_mib"]) == ("20Gi", 20480)
     job = Job.objects.get()
-    assert (job.cpu_millis, job.memory_mib, job.cpu_limit_millis) == (500, 16384, 2000)
+    assert (job.cpu_millis, job.memory_bytes, job.cpu_limit_millis) == (500, 16 * 2**30, 2000)
     assert client.get(f"{URL}team-a/train-1/").json()["cpu"] == "500m"
 
 
@@ -45,13 +45,19 @@ def test_a_json_number_of_cpu_is_cores(client):
 
 
 @pytest.mark.parametrize(
-    ("memory", "mib", "shown"),
-    [("512Mi", 512, "512Mi"), ("1.5Gi", 1536, "1536Mi"), ("1G", 954, "954Mi"), ("1Ki", 1, "1Mi"),
-     ("999.999Ti", 1048574952, "1048574952Mi")],
+    ("memory", "size", "mib", "shown"),
+    [("512Mi", 512 * 2**20, 512, "512Mi"), ("1.5Gi", 3 * 2**29, 1536, "1536Mi"),
+     ("1G", 10**9, 954, "1G"), ("1Ki", 1024, 1, "1Ki"),
+     ("999Ti", 999 * 2**40, 999 * 2**20, "999Ti"),
+     # issue 33: every form Kubernetes takes, a bare number being bytes, kept to the byte
+     ("2000", 2000, 1, "2k"), (2000, 2000, 1, "2k"), ("50M", 50 * 10**6, 48, "50M"),
+     ("500m", 1, 1, "1"), ("1e3", 1000, 1, "1k"), ("1001", 1001, 1, "1001")],
 )  # fmt: skip
-def test_memory_takes_each_unit_and_rounds_a_request_up_to_the_mib(client, memory, mib, shown):
+def test_memory_takes_every_kubernetes_form_exactly(client, memory, size, mib, shown):
+    # `memory_mib` stays the whole MiB (rounded up) it always answered, for existing clients
     body = post(client, memory=memory).json()
     assert (body["memory_mib"], body["memory"]) == (mib, shown)
+    assert Job.objects.get(name="train-1").memory_bytes == size
 
 
 @pytest.mark.parametrize(
@@ -60,11 +66,12 @@ def test_memory_takes_each_unit_and_rounds_a_request_up_to_the_mib(client, memor
         ("cpu", "-1", "'-1' is not a CPU quantity (cores, e.g. 2 or 500m)"),
         ("cpu", "two", "'two' is not a CPU quantity"),
         ("cpu", True, "is not a CPU quantity"),
-        ("memory", "16GB", "'16GB' is not a memory quantity (a number with a unit, e.g. 16Gi"),
-        ("memory", 16, "16 is not a memory quantity"),  # Kubernetes would read 16 bytes
+        ("memory", "16GB", "'16GB' is not a memory quantity (bytes or a number with a unit"),
+        ("memory", -16, "-16 is not a memory quantity"),
+        ("memory", 1.5, "1.5 is not a memory quantity"),  # a JSON number is whole bytes
         ("memory", "-2Gi", "is not a memory quantity"),
         ("cpu_limit", "1e40", "is not a CPU quantity"),
-        ("memory_limit", "99999999Ti", "is not a memory quantity"),  # beyond the column
+        ("memory_limit", "99999999Ti", "Memory '99999999Ti' is too large"),  # beyond the column
         ("cpu", 1_000_000, "is not a CPU quantity"),
         ("cpu", "1k", "is not a CPU quantity"),
         ("gpu_memory", "lots", "is not a memory quantity"),
@@ -100,6 +107,15 @@ def test_gpu_memory_is_a_share_of_the_smallest_device(client):
     assert body["gpus"] == 0.63  # 20 GiB of a 32 GiB V100, rounded up to the hundredth
 
 
+@pytest.mark.parametrize("memory", ["32Gi", "34359738368", 34359738368, "32768Mi", "0.03125Ti"])
+def test_gpu_memory_of_a_whole_device_is_one_gpu(client, memory):
+    # issue 33: KAI counts a GPU-memory request of the whole device as 1 GPU, Allot counted 0.99
+    body = {"project": "team-a", "name": "whole", "gpu_memory": memory}
+    response = client.post(URL, body, format="json")
+    assert response.status_code == 201, response.content
+    assert (response.json()["gpus"], response.json()["gpu_memory"]) == (1, "32Gi")
+
+
 def test_gpu_memory_and_gpus_together_is_a_400(client):
     assert "not both" in rejected(post(client, gpus=0.5, gpu_memory="8Gi"), "gpu_memory")
 
@@ -110,7 +126,7 @@ def test_neither_gpus_nor_gpu_memory_is_a_400(client):
 
 
 def test_the_project_default_applies_when_the_job_does_not_say(client, team_a):
-    team_a.default_cpu_millis, team_a.default_memory_mib = 4000, 8192
+    team_a.default_cpu_millis, team_a.default_memory_bytes = 4000, 8 * 2**30
     team_a.save()
     body = post(client).json()
     assert (body["cpu"], body["memory"]) == ("4", "8Gi")
@@ -118,7 +134,7 @@ def test_the_project_default_applies_when_the_job_does_not_say(client, team_a):
     assert (body["cpu"], body["memory"]) == ("1", "1Gi")
 
 
-@override_settings(ALLOT_DEFAULT_CPU_MILLIS=1000, ALLOT_DEFAULT_MEMORY_MIB=2048)
+@override_settings(ALLOT_DEFAULT_CPU_MILLIS=1000, ALLOT_DEFAULT_MEMORY_BYTES=2 * 2**30)
 def test_the_cluster_default_applies_when_the_project_sets_none(client):
     body = post(client).json()
     assert (body["cpu_millis"], body["memory_mib"]) == (1000, 2048)
@@ -150,7 +166,7 @@ def test_an_admin_sets_a_projects_defaults_and_limits(api, cluster_admin, team_a
     body = response.json()
     assert (body["default_cpu"], body["cpu_limit"], body["memory_limit"]) == ("2", "64", "512Gi")
     team_a.refresh_from_db()
-    assert (team_a.default_cpu_millis, team_a.memory_limit_mib) == (2000, 524288)
+    assert (team_a.default_cpu_millis, team_a.memory_limit_bytes) == (2000, 512 * 2**30)
     bad = api(cluster_admin).patch("/api/v1/projects/team-a/", {"cpu_limit": "x"}, format="json")
     assert bad.status_code == 400 and "is not a CPU quantity" in str(bad.json()["cpu_limit"])
 
@@ -178,7 +194,9 @@ def test_gpu_memory_is_more_than_zero_and_never_null_as_the_schema_says(client):
                               "gpu_memory")  # fmt: skip
     schema = client.get("/api/schema/?format=json").json()["components"]["schemas"]
     request, answer = schema["JobRequest"]["properties"], schema["Job"]["properties"]
-    assert "nullable" not in request["gpu_memory"] and "(?!" in request["gpu_memory"]["pattern"]
+    by_text = request["gpu_memory"]["oneOf"][0]
+    assert "nullable" not in request["gpu_memory"] and "(?!" in by_text["pattern"]
+    assert request["gpu_memory"]["oneOf"][1]["minimum"] == 1
     assert answer["gpu_memory"]["nullable"] is True
     made = client.post(URL, {**body, "gpu_memory": "10Gi"}, format="json")
     assert made.status_code == 201, made.content

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from portal.tenancy.services import issue_token
+from scheduler.quantity import memory_bytes
 from scheduler_tools.replay import main as replay_in_memory
 from scheduler_tools.scenario import load_scenario
 
@@ -49,9 +50,9 @@ def resource_scenarios() -> list[Path]:
     ]
 
 
-def test_the_resource_scenarios_are_the_twenty_four_of_issue_26():
+def test_the_resource_scenarios_are_the_twenty_four_of_issue_26_and_one_of_issue_33():
     names = [p.stem for p in resource_scenarios()]
-    assert len(names) == 24, names
+    assert len(names) == 25, names
     assert all(load_scenario(p) for p in resource_scenarios())
 
 
@@ -131,3 +132,65 @@ def test_departments_are_sent_with_their_limits_and_reset_deletes_them(live_serv
     projects = {row["name"]: row for row in portal.all("/api/v1/projects/")}
     assert sorted(projects) == ["team-p1", "team-p2", "team-q"]
     assert projects["team-p1"]["cpu_limit"] == "6" and projects["team-q"]["department"] is None
+
+
+MEMORY_KEYS = ("memory", "gpu_memory", "memory_limit")
+FORMS = {  # issue 33: every form Kubernetes takes for the same amount of bytes
+    "bytes": str,
+    "json-number": int,
+    "exponent": lambda size: _exponent(size),
+    "millibytes": lambda size: f"{size * 1000}m",
+}
+
+
+def _exponent(size: int) -> str:
+    """`size` as Kubernetes' decimal exponent form: 50000000 -> "5e7"."""
+    power = 0
+    while size and size % 10 == 0:
+        size, power = size // 10, power + 1
+    return f"{size}e{power}"
+
+
+def _in_form(value, form: str):
+    """Every memory quantity of a scenario (nodes, queues, jobs) written in `form`."""
+    if isinstance(value, list):
+        return [_in_form(item, form) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        key: FORMS[form](memory_bytes(item))
+        if key in MEMORY_KEYS and isinstance(item, str | int)
+        else _in_form(item, form)
+        for key, item in value.items()
+    }
+
+
+def memory_scenarios() -> list[Path]:
+    return [p for p in resource_scenarios() if _keys(json.loads(p.read_text())) & {*MEMORY_KEYS}]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_memory_form_passes_through_rest_as_through_the_core(
+    live_server, cluster_admin, tmp_path, capsys, form
+):
+    """The resource scenarios that ask for memory (KAI's cases ported for issue 26, and issue
+    33's own), each memory quantity rewritten in one form (bytes "2000", a JSON number, "1e3",
+    "500m"), print through REST exactly what the core prints for the scenario as written."""
+    token = issue_token(cluster_admin, "replay")[1]
+    script, failed = load_script(), {}
+    assert len(memory_scenarios()) >= 14
+    for path in memory_scenarios():
+        data = json.loads(path.read_text())
+        data.pop("policy", None)  # the portal runs the default policy (see above)
+        written = tmp_path / f"{path.stem}.json"
+        written.write_text(json.dumps(data))
+        assert replay_in_memory([str(written)]) in (0, 1)
+        core = capsys.readouterr().out.replace(str(written), "")
+        copy = tmp_path / form / f"{path.stem}.json"
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_text(json.dumps(_in_form(data, form)))
+        script.main([str(copy), "--url", live_server.url, "--token", token, "--reset"])
+        printed = capsys.readouterr()
+        if printed.out.replace(str(copy), "") != core:
+            failed[path.stem] = [core, printed.out, printed.err]
+    assert not failed, json.dumps(failed, indent=1)

@@ -46,7 +46,7 @@ def test_more_cores_than_the_departments_cpu_limit(client, team_a):
 
 
 def test_more_memory_than_the_projects_memory_limit(client, team_a):
-    team_a.memory_limit_mib = 64 * 1024
+    team_a.memory_limit_bytes = 64 * 2**30
     team_a.save()
     [warning] = warned(client, memory="80Gi")
     assert "team-a's memory limit of 64 GiB" in warning
@@ -65,6 +65,6 @@ def test_an_interactive_job_above_the_quota(client):
 
 
 def test_a_job_within_every_limit_has_no_warning(client, team_a):
-    team_a.cpu_limit_millis, team_a.memory_limit_mib, team_a.limit = 16000, 65536, 8
+    team_a.cpu_limit_millis, team_a.memory_limit_bytes, team_a.limit = 16000, 64 * 2**30, 8
     team_a.save()
     assert warned(client, cpu="8", memory="32Gi", gpus=4, pods=2) == []  # all of each

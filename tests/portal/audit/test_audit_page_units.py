@@ -1,5 +1,5 @@
 """Issue 34 item 16: the audit page shows changed quantities in their units ("600 GiB"), not the
-stored numbers ("memory_limit_mib: (dash) -> 614400")."""
+stored numbers ("memory_limit_bytes: (dash) -> 614400")."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_a_changed_limit_reads_in_gib_cores_and_durations(api, cluster_admin, te
     page = client.get("/audit/").content.decode()
     assert f"memory limit: {DASH} → 600 GiB" in page
     assert f"cpu limit: {DASH} → 8 cores" in page
-    assert "614400" not in page and "memory_limit_mib" not in page
+    assert "614400" not in page and "memory_limit_bytes" not in page
 
 
 def test_values_without_a_unit_stay_as_they_are():

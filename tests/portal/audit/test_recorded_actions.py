@@ -135,7 +135,7 @@ def test_an_edit_in_djangos_admin_is_recorded(client, cluster_admin, nodes):
     form = {
         "name": node.name,
         "gpus": 8,
-        "gpu_memory_mib": 32768,
+        "gpu_memory_bytes": 32 * 2**30,
         "pool": "default",
         "ready": "on",
         "gpu_product": "",

@@ -26,7 +26,7 @@ def test_gpu_hours_always_have_two_decimals(value, text):
 
 
 def test_no_memory_is_in_the_unit_of_the_amounts_beside_it():
-    assert (formats.memory(0), formats.memory(1536), formats.memory(300)) == (
+    assert (formats.memory(0), formats.memory(1536 * 2**20), formats.memory(300 * 2**20)) == (
         "0 GiB", "1.5 GiB", "300 MiB")  # fmt: skip
     assert (formats.cores(0), formats.cores(500), formats.cores(1000)) == (
         "0 cores", "0.5 cores", "1 core")  # fmt: skip

@@ -11,6 +11,7 @@ import pytest
 
 from portal.jobs.models import Job, JobRun, RunEnd, Status
 from portal.tenancy.models import Project
+from scheduler.quantity import GIB
 from tests.portal.dashboards.accounting_week import ALLOCATED, UNTIL, at, make_week
 
 pytestmark = pytest.mark.django_db
@@ -24,10 +25,10 @@ def with_cpu_and_memory() -> dict:
     """b-overnight (2 pods, Monday 22:00 to Tuesday 03:30) asks 4 cores and 16 GiB a pod; dave
     runs a CPU-only job of 2.5 cores and 6 GiB on Thursday 10:00-12:00."""
     users = make_week()
-    Job.objects.filter(name="b-overnight").update(cpu_millis=4000, memory_mib=16384)
-    JobRun.objects.filter(job_name="b-overnight").update(cpu_millis=8000, memory_mib=32768)
+    Job.objects.filter(name="b-overnight").update(cpu_millis=4000, memory_bytes=16 * GIB)
+    JobRun.objects.filter(job_name="b-overnight").update(cpu_millis=8000, memory_bytes=32 * GIB)
     job = Job.objects.create(project=Project.objects.get(name="team-c"), name="d-prep",
-                             user=users["dave"], gpus=0, cpu_millis=2500, memory_mib=6144,
+                             user=users["dave"], gpus=0, cpu_millis=2500, memory_bytes=6 * GIB,
                              status=Status.SUCCEEDED)  # fmt: skip
     JobRun.objects.create(job=job, number=1, started_at=at(3, 10), ended_at=at(3, 12), gpus=0,
                           end=RunEnd.COMPLETED)  # fmt: skip

@@ -16,19 +16,20 @@ from portal.dashboards.analytics import (
     source_for,
 )
 from portal.jobs.models import UsageRollup, UsageSample
+from scheduler.quantity import GIB, MIB
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 11, 1, tzinfo=UTC)  # on an hour boundary
 
 
 def record(project, seconds, allocated, quota=4.0, pending=0, utilization=0.5, idle=0.0,
-           cpu_millis=0, memory_mib=0):  # fmt: skip
+           cpu_millis=0, memory_bytes=0):  # fmt: skip
     """One sample, rolled up like the cycle does."""
     sample = UsageSample.objects.create(
         time=T0 + timedelta(seconds=seconds), project=project, quota=quota, fair_share=quota,
         allocated_gpus=allocated, running_jobs=int(allocated), pending_jobs=pending,
         utilization=utilization, idle_gpus=idle, allocated_cpu_millis=cpu_millis,
-        allocated_memory_mib=memory_mib, simulated=True,
+        allocated_memory_bytes=memory_bytes, simulated=True,
     )  # fmt: skip
     roll_up([sample])
 
@@ -42,12 +43,12 @@ def two_hours(team_a, team_b):
         first_hour = second < 3600
         record(team_a, second, 4.0 if first_hour else 8.0, pending=0 if first_hour else 2,
                cpu_millis=16000 if first_hour else 32000,
-               memory_mib=65536 if first_hour else 131072)  # fmt: skip
+               memory_bytes=64 * GIB if first_hour else 128 * GIB)  # fmt: skip
         cpu_only = 3600 <= second < 5400
         record(team_b, second, 2.0 if first_hour else 0.0, quota=2.0,
                idle=2.0 if first_hour else 0.0,
                cpu_millis=1500 if first_hour else 6000 if cpu_only else 0,
-               memory_mib=1536 if first_hour else 12288 if cpu_only else 0)  # fmt: skip
+               memory_bytes=1536 * MIB if first_hour else 12 * GIB if cpu_only else 0)  # fmt: skip
 
 
 def get(client, **params):
@@ -219,13 +220,13 @@ def test_the_cycle_writes_samples_and_rollups(settings, api, cluster_admin, node
     assert newest.running_jobs == 2 and newest.pending_jobs == 1
     # per pod, times the pods, of the running jobs only (the pending one holds nothing)
     assert newest.allocated_cpu_millis == 2 * 1500 + 4000
-    assert newest.allocated_memory_mib == 2 * 3072 + 512
+    assert newest.allocated_memory_bytes == (2 * 3072 + 512) * MIB
     hour = newest.time.replace(minute=0, second=0, microsecond=0)
     hourly = UsageRollup.objects.get(resolution_s=3600, project=team_a, bucket=hour)
     samples = UsageSample.objects.filter(project=team_a, time__gte=hourly.bucket)
     assert hourly.samples == samples.count()
     assert hourly.cpu_millis_sum == sum(s.allocated_cpu_millis for s in samples)
-    assert hourly.memory_mib_sum == sum(s.allocated_memory_mib for s in samples)
+    assert hourly.memory_bytes_sum == sum(s.allocated_memory_bytes for s in samples)
 
 
 def _openapi_to_json_schema(node, components):

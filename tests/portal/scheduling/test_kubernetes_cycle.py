@@ -96,8 +96,8 @@ def test_tr4858_through_the_portal_creates_binds_and_deletes_the_planned_pods(
     for project in scenario["projects"]:
         k8s.project(project["name"], project["quota"])
     k8s.cycle()
-    nodes = {n.name: (n.gpus, n.gpu_product, n.gpu_memory_mib) for n in Node.objects.all()}
-    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, "Tesla-V100-SXM2-32GB", 32768))
+    nodes = {n.name: (n.gpus, n.gpu_product, n.gpu_memory_bytes) for n in Node.objects.all()}
+    assert nodes == dict.fromkeys(("dgx1-1", "dgx1-2"), (8, "Tesla-V100-SXM2-32GB", 32 * 2**30))
     evicted = []
     for action in scenario["steps"]:
         for spec in action.get("submit", []):

@@ -9,6 +9,7 @@ import pytest
 
 from portal.cluster.models import Node
 from portal.jobs.models import JobEvent, Status
+from scheduler.quantity import GIB
 from tests.agents.kubernetes.fake_api import node
 from tests.portal.scheduling.test_kubernetes_cycle import (  # noqa: F401  (fixtures)
     GFD,
@@ -34,13 +35,15 @@ def test_allocatable_reaches_the_node_and_pods_carry_their_requests(k8s, agent, 
     k8s.project("team-a", 2)
     k8s.cycle()
     row = Node.objects.get(name="dgx1-1")
-    assert (row.gpus, row.cpu_millis, row.memory_mib, row.failed_in_cluster) == (
-        2, 64000, 524288, [])  # fmt: skip
-    k8s.submit("team-a", "train", 1, cpu_millis=4000, memory_mib=16384, memory_limit_mib=20480)
+    assert (row.gpus, row.cpu_millis, row.memory_bytes, row.failed_in_cluster) == (
+        2, 64000, 512 * GIB, [])  # fmt: skip
+    k8s.submit(
+        "team-a", "train", 1, cpu_millis=4000, memory_bytes=16 * GIB, memory_limit_bytes=20 * GIB
+    )
     settle(k8s, agent, fake)
     resources = fake.pods[("allot-team-a", "train-0")]["spec"]["containers"][0]["resources"]
-    assert resources == {"requests": {"cpu": "4000m", "memory": "16384Mi"},
-                         "limits": {"nvidia.com/gpu": 1, "memory": "20480Mi"}}  # fmt: skip
+    assert resources == {"requests": {"cpu": "4000m", "memory": str(16 * GIB)},
+                         "limits": {"nvidia.com/gpu": 1, "memory": str(20 * GIB)}}  # fmt: skip
 
 
 def test_a_gpu_the_device_plugin_drops_takes_its_job_off_within_one_cycle(k8s, agent, fake):  # noqa: F811

@@ -25,7 +25,11 @@ def test_a_cluster_admin_creates_a_department_with_limits_and_edits_them(cluster
     response = client.post("/departments/new/", FORM)
     assert response.status_code == 302, response.content.decode()[:2000]
     dept = Department.objects.get(name="dept-d")
-    assert (dept.cpu_limit_millis, dept.memory_limit_mib, dept.limit) == (64000, 524288, None)
+    assert (dept.cpu_limit_millis, dept.memory_limit_bytes, dept.limit) == (
+        64000,
+        512 * 2**30,
+        None,
+    )
     listing = client.get("/departments/").content.decode()
     assert "64 cores" in listing and "512 GiB" in listing
     edit = client.get("/departments/dept-d/").content.decode()
@@ -34,14 +38,14 @@ def test_a_cluster_admin_creates_a_department_with_limits_and_edits_them(cluster
                                                                   "memory_limit": ""}  # fmt: skip
     assert client.post("/departments/dept-d/", changed).status_code == 302
     dept.refresh_from_db()
-    assert (dept.cpu_limit_millis, dept.memory_limit_mib) == (500, None)
+    assert (dept.cpu_limit_millis, dept.memory_limit_bytes) == (500, None)
 
 
 @pytest.mark.parametrize(
     ("field", "value", "said"),
     [
         ("cpu_limit", "two", "&#x27;two&#x27; is not a CPU quantity (cores, e.g. 2 or 500m)"),
-        ("memory_limit", "64", "is not a memory quantity (a number with a unit"),
+        ("memory_limit", "64 GB", "is not a memory quantity (bytes or a number with a unit"),
         ("limit", "2", "must be at least the quota (8.00)"),
         ("quota", "many", "must be a number written with the digits 0-9"),
         ("reclaim_min_runtime_s", "soon", "must be a duration such as 90m"),

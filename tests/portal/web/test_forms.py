@@ -68,7 +68,7 @@ def test_the_submit_form_names_its_own_fields_not_the_apis(member, nodes):
     }
 
 
-@pytest.mark.parametrize(("by", "stored"), [("gpu_memory", (20480, Decimal("0.63"))),
+@pytest.mark.parametrize(("by", "stored"), [("gpu_memory", (20 * 2**30, Decimal("0.63"))),
                                             ("gpus", (None, Decimal(1)))])  # fmt: skip
 def test_the_submit_form_sends_the_gpu_field_its_choice_names(member, nodes, by, stored):
     """Both fields filled (the pre-filled GPUs and 20Gi): the "Ask for" choice says which one is
@@ -79,7 +79,7 @@ def test_the_submit_form_sends_the_gpu_field_its_choice_names(member, nodes, by,
     )
     assert response.status_code == 302, response.content.decode()
     job = Job.objects.get(name="by")
-    assert (job.gpu_memory_mib, job.gpus) == stored
+    assert (job.gpu_memory_bytes, job.gpus) == stored
 
 
 def test_gpu_memory_chosen_but_not_given_is_named_in_the_forms_words(member, nodes):

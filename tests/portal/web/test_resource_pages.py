@@ -24,8 +24,8 @@ def test_the_submit_form_stores_cpu_memory_and_limits(member, nodes):
     response = browser(member).post("/jobs/new/", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     job = Job.objects.get(name="ok-name")
-    assert (job.cpu_millis, job.memory_mib, job.cpu_limit_millis, job.memory_limit_mib) == (
-        500, 16384, 2000, 20480)  # fmt: skip
+    assert (job.cpu_millis, job.memory_bytes, job.cpu_limit_millis, job.memory_limit_bytes) == (
+        500, 16 * 2**30, 2000, 20 * 2**30)  # fmt: skip
     page = browser(member).get("/jobs/team-a/ok-name/").content.decode()
     assert "0.5 cores (limit 2 cores), 16 GiB (limit 20 GiB)" in page
 
@@ -57,8 +57,8 @@ def test_a_cluster_admin_sets_the_project_defaults_and_limits_and_clears_one(clu
             "memory_limit": "512Gi"}  # fmt: skip
     assert client.post("/projects/team-a/edit/", form).status_code == 302
     team_a.refresh_from_db()
-    assert (team_a.default_cpu_millis, team_a.default_memory_mib, team_a.cpu_limit_millis,
-            team_a.memory_limit_mib) == (2000, 8192, 64000, 524288)  # fmt: skip
+    assert (team_a.default_cpu_millis, team_a.default_memory_bytes, team_a.cpu_limit_millis,
+            team_a.memory_limit_bytes) == (2000, 8 * 2**30, 64000, 512 * 2**30)  # fmt: skip
     page = client.get("/projects/team-a/").content.decode()
     assert "2 cores" in page and "512 GiB memory" in page
     edit = client.get("/projects/team-a/edit/").content.decode()
@@ -80,7 +80,7 @@ def test_a_cluster_admin_sets_a_nodes_allocatable_cpu_and_memory(cluster_admin, 
     client = browser(cluster_admin)
     client.post("/nodes/dgx1-1/", {"action": "allocatable", "cpu": "63500m", "memory": "500Gi"})
     node = Node.objects.get(name="dgx1-1")
-    assert (node.cpu_millis, node.memory_mib) == (63500, 512000)
+    assert (node.cpu_millis, node.memory_bytes) == (63500, 500 * 2**30)
     page = client.get("/nodes/").content.decode()
     assert "0 cores / 63.5 cores" in page and "500 GiB" in page
     client.post("/nodes/dgx1-1/", {"action": "allocatable", "cpu": "", "memory": ""})

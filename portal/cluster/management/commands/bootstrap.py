@@ -20,10 +20,10 @@ from portal.tenancy import services
 from portal.tenancy.models import Project
 
 # Two NVIDIA DGX-1 of 8 x V100 32 GB and the four teams of TR-4858 (NetApp + Run:AI).
-DGX1_NODES = [("dgx1-1", 8, 32768), ("dgx1-2", 8, 32768)]
+DGX1_NODES = [("dgx1-1", 8, 32 * 2**30), ("dgx1-2", 8, 32 * 2**30)]  # GPU memory in bytes
 # What a DGX-1 gives pods besides its GPUs (issue 26): 2 x 20-core Xeon E5-2698 v4 with
 # hyper-threading (80 CPUs to Kubernetes) and 512 GiB of memory.
-DGX1_CPU_MILLIS, DGX1_MEMORY_MIB = 80_000, 524_288
+DGX1_CPU_MILLIS, DGX1_MEMORY_BYTES = 80_000, 512 * 2**30
 TR4858_PROJECTS = [("team-a", 4), ("team-b", 2), ("team-c", 2), ("team-d", 8)]
 
 
@@ -75,8 +75,10 @@ class Command(BaseCommand):
         if Node.objects.exists():
             return
         for name, gpus, memory in DGX1_NODES:
-            Node.objects.create(name=name, gpus=gpus, gpu_memory_mib=memory, pool="default",
-                                cpu_millis=DGX1_CPU_MILLIS, memory_mib=DGX1_MEMORY_MIB)  # fmt: skip
+            Node.objects.create(
+                name=name, gpus=gpus, gpu_memory_bytes=memory, pool="default",
+                cpu_millis=DGX1_CPU_MILLIS, memory_bytes=DGX1_MEMORY_BYTES,
+            )  # fmt: skip
         self.stdout.write(
             self.style.SUCCESS(
                 "Created the simulated cluster: dgx1-1, dgx1-2 (8 x V100 32 GB, 80 CPUs and "

@@ -1,0 +1,188 @@
+"""Prometheus metrics at `/metrics`, for operators' Prometheus, never for the public.
+
+The endpoint answers only a bearer token equal to `ALLOT_METRICS_TOKEN`: unset, it is 404 (the
+portal exports nothing by default); no token is 401, a wrong one 403. Names follow Prometheus'
+conventions: the `allot_` prefix, base units (seconds, bytes, CPU cores), `_total` on counters.
+
+Three sources, each computed where it is true for every process:
+- per project, gauges computed at scrape time from `build_full_overview()`, the code the overview
+  page and `GET /api/v1/overview/` use, so the two can never disagree;
+- per scheduling cycle, the running totals every worker adds to in the cache
+  (`portal.scheduling.cycle_metrics`), exposed here as a histogram and counters;
+- per web request, a histogram this process keeps in its own registry (the route is the URL
+  pattern's name, never the raw path, so a job's name does not make a series of its own).
+"""
+
+from __future__ import annotations
+
+import hmac
+from time import perf_counter
+
+from django.conf import settings
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
+
+from portal.dashboards.overview import build_full_overview
+from portal.jobs.models import JobEvent
+from portal.scheduling import cycle_metrics
+
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+REQUESTS = CollectorRegistry(auto_describe=True)
+REQUEST_SECONDS = Histogram(
+    "allot_http_request_duration_seconds",
+    "Time the portal took to answer a request, by route (URL pattern name) and method.",
+    ["route", "method", "status"],
+    registry=REQUESTS,
+)
+
+
+class ProjectCollector:
+    """The overview's per-project figures, read from the database at each scrape."""
+
+    GAUGES = (  # (metric, help, overview key, scale)
+        ("allot_project_quota_gpus", "Deserved GPUs (the project's quota).", "quota", 1),
+        ("allot_project_fair_share_gpus", "GPUs the fair share gives the project.",
+         "fair_share", 1),
+        ("allot_project_allocated_gpus", "GPUs the project's jobs hold.", "allocated_gpus", 1),
+        ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request.",
+         "allocated_cpu_millis", 0.001),
+        ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request.",
+         "allocated_memory_bytes", 1),
+        ("allot_project_running_jobs", "Jobs holding resources.", "running_jobs", 1),
+        ("allot_project_pending_jobs", "Jobs waiting to start.", "pending_jobs", 1),
+    )  # fmt: skip
+
+    def collect(self):
+        full = build_full_overview()
+        families = {
+            key: (GaugeMetricFamily(name, text, labels=["project"]), scale)
+            for name, text, key, scale in self.GAUGES
+        }
+        for row in full["projects"]:
+            for key, (family, scale) in families.items():
+                family.add_metric([row["name"]], float(row[key] or 0) * scale)
+        yield from (family for family, _ in families.values())
+        oldest = GaugeMetricFamily(
+            "allot_project_oldest_pending_seconds",
+            "How long the project's oldest pending job has waited (0 when none waits).",
+            labels=["project"],
+        )
+        waits: dict[str, float] = {row["name"]: 0.0 for row in full["projects"]}
+        for job in full["pending"]:
+            waits[job["project"]] = max(waits.get(job["project"], 0.0), job["wait_s"])
+        for project, wait in waits.items():
+            oldest.add_metric([project], wait)
+        yield oldest
+        submitted = CounterMetricFamily(
+            "allot_job_submissions",
+            "Jobs submitted, by project (from the jobs' 'submitted' events, kept with the jobs).",
+            labels=["project"],
+        )
+        counts = dict(
+            JobEvent.objects.filter(kind="submitted")
+            .values_list("project__name")
+            .annotate(n=Count("id"))
+        )
+        for project in waits:
+            submitted.add_metric([project], counts.get(project, 0))
+        yield submitted
+
+
+class CycleCollector:
+    """The scheduling cycles' running totals, added to by every worker."""
+
+    def collect(self):
+        totals = cycle_metrics.totals()
+        stages = HistogramMetricFamily(
+            "allot_cycle_stage_duration_seconds",
+            "Time a scheduling cycle spent in each stage (observe, lock, snapshot, plan, "
+            "commit, carry_out).",
+            labels=["stage"],
+        )
+        for stage in sorted({n.split("|")[1] for n in totals if n.startswith("count|")}):
+            buckets = [
+                (repr(bound), totals.get(f"bucket|{stage}|{bound}", 0))
+                for bound in cycle_metrics.BUCKETS
+            ]
+            buckets.append(("+Inf", totals[f"count|{stage}"]))
+            stages.add_metric(
+                [stage.removesuffix("_s")], buckets, totals.get(f"sum_us|{stage}", 0) / 1e6
+            )
+        yield stages
+        yield _counter(totals, "cycles", "allot_cycles", "Scheduling cycles by outcome.", "status")
+        yield _counter(
+            totals, "decision", "allot_cycle_decisions", "Decisions by kind (start, evict, move).",
+            "kind",
+        )  # fmt: skip
+        yield _counter(
+            totals, "eviction", "allot_evictions",
+            "Running jobs evicted, by the action that decided (reclaim, preempt, ...).", "reason",
+        )  # fmt: skip
+
+
+def _counter(totals: dict[str, int], prefix: str, name: str, text: str, label: str):
+    family = CounterMetricFamily(name, text, labels=[label])
+    for key, value in sorted(totals.items()):
+        kind, _, rest = key.partition("|")
+        if kind == prefix:
+            family.add_metric([rest], value)
+    return family
+
+
+def registry() -> CollectorRegistry:
+    """What one scrape exposes: the request histogram and the collectors read at scrape time."""
+    scrape = CollectorRegistry(auto_describe=False)
+    scrape.register(ProjectCollector())
+    scrape.register(CycleCollector())
+    scrape.register(_Requests())
+    return scrape
+
+
+class _Requests:
+    def collect(self):
+        yield from REQUESTS.collect()
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """The exposition, for a bearer token equal to ALLOT_METRICS_TOKEN only."""
+    token = settings.ALLOT_METRICS_TOKEN
+    if not token:
+        raise Http404("metrics are off: ALLOT_METRICS_TOKEN is not set")
+    given = request.headers.get("Authorization", "")
+    if not given.startswith("Bearer "):
+        response = HttpResponse(
+            "metrics: an Authorization: Bearer <ALLOT_METRICS_TOKEN> header is required\n",
+            status=401, content_type="text/plain",
+        )  # fmt: skip
+        response["WWW-Authenticate"] = 'Bearer realm="allot-metrics"'
+        return response
+    if not hmac.compare_digest(given.removeprefix("Bearer ").encode(), token.encode()):
+        return HttpResponse(
+            "metrics: the bearer token is not ALLOT_METRICS_TOKEN\n", status=403,
+            content_type="text/plain",
+        )  # fmt: skip
+    return HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)
+
+
+def request_latency(get_response):
+    """Middleware: times each request and labels it with its URL pattern's name."""
+
+    def middleware(request: HttpRequest):
+        start = perf_counter()
+        response = get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = (match.view_name if match else "") or "unmatched"
+        method = request.method if request.method in METHODS else "other"  # bounded labels
+        REQUEST_SECONDS.labels(route, method, str(response.status_code)).observe(
+            perf_counter() - start
+        )
+        return response
+
+    return middleware

@@ -1,0 +1,108 @@
+"""`/metrics`: only for ALLOT_METRICS_TOKEN, and its figures are the overview's and the cycles'."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from portal.dashboards.overview import build_full_overview
+from portal.jobs.models import Status
+from portal.scheduling import cycle_metrics
+
+pytestmark = pytest.mark.django_db
+TOKEN = "metrics-test-token-0123456789"
+
+
+@pytest.fixture
+def scrape(settings):
+    settings.ALLOT_METRICS_TOKEN = TOKEN
+
+    def get() -> dict[tuple[str, tuple], float]:
+        response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+        assert response.status_code == 200, response.content
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.content.decode())
+            for sample in family.samples
+        }
+
+    return get
+
+
+def test_metrics_are_off_without_a_token_and_refuse_a_missing_or_wrong_one(settings):
+    settings.ALLOT_METRICS_TOKEN = None
+    assert Client().get("/metrics").status_code == 404
+    settings.ALLOT_METRICS_TOKEN = TOKEN
+    missing = Client().get("/metrics")
+    assert missing.status_code == 401 and b"ALLOT_METRICS_TOKEN" in missing.content
+    assert missing["WWW-Authenticate"].startswith("Bearer")
+    wrong = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer not-the-token")
+    assert wrong.status_code == 403 and b"not ALLOT_METRICS_TOKEN" in wrong.content
+    assert b"allot_project" not in missing.content + wrong.content
+
+
+def test_project_gauges_equal_the_overview(cluster, scrape):
+    cluster.node("n1", 8)
+    cluster.project("team-a", 4)
+    cluster.project("team-b", 2)
+    cluster.submit("team-a", "train-1", gpus=3, cpu_millis=2000, memory_bytes=1024**3)
+    cluster.submit("team-b", "big", gpus=16)  # never fits: stays pending
+    cluster.cycle()
+    samples = scrape()
+    rows = {row["name"]: row for row in build_full_overview()["projects"]}
+
+    def gauge(name: str, project: str) -> float:
+        return samples[(name, (("project", project),))]
+
+    assert gauge("allot_project_allocated_gpus", "team-a") == rows["team-a"]["allocated_gpus"] == 3
+    assert gauge("allot_project_quota_gpus", "team-b") == 2
+    assert gauge("allot_project_fair_share_gpus", "team-a") == rows["team-a"]["fair_share"]
+    assert gauge("allot_project_allocated_cpu_cores", "team-a") == 2.0
+    assert gauge("allot_project_allocated_memory_bytes", "team-a") == 1024 * 1024 * 1024
+    assert gauge("allot_project_running_jobs", "team-a") == 1
+    assert gauge("allot_project_pending_jobs", "team-b") == 1
+    assert cluster.job("team-b", "big").status == Status.PENDING
+    assert gauge("allot_project_oldest_pending_seconds", "team-b") >= 0
+    assert gauge("allot_project_oldest_pending_seconds", "team-a") == 0
+    assert gauge("allot_job_submissions_total", "team-a") == 1
+    cluster.submit("team-a", "train-2", gpus=1)
+    assert scrape()[("allot_job_submissions_total", (("project", "team-a"),))] == 2
+
+
+def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
+    cache.clear()
+    cluster.node("n1", 4)
+    cluster.project("team-a", 0)
+    cluster.project("team-b", 4)
+    cluster.submit("team-a", "borrower", gpus=4)
+    cluster.cycle()
+    cluster.cycle()
+    cluster.submit("team-b", "owner", gpus=4)
+    reclaim = cluster.cycle()
+    assert [d.kind for d in reclaim.decisions].count("evict") == 1
+    samples = scrape()
+    done = cycle_metrics.summary()["cycles"]
+    count = samples[("allot_cycle_stage_duration_seconds_count", (("stage", "plan"),))]
+    assert count == done == 3
+    inf = samples[
+        ("allot_cycle_stage_duration_seconds_bucket", (("le", "+Inf"), ("stage", "plan")))
+    ]
+    assert inf == 3
+    assert samples[("allot_cycles_total", (("status", "done"),))] == 3
+    assert samples[("allot_cycle_decisions_total", (("kind", "start"),))] >= 1
+    (action,) = {d.action for d in reclaim.decisions if d.kind == "evict"}
+    assert samples[("allot_evictions_total", (("reason", action),))] == 1
+
+
+def test_request_latency_is_labelled_by_route_name_not_path(scrape, cluster_admin):
+    client = Client()
+    client.force_login(cluster_admin)
+    client.get("/healthz/")
+    samples = scrape()
+    key = ("route", "healthz")
+    counts = [v for (name, labels), v in samples.items()
+              if name == "allot_http_request_duration_seconds_count" and key in labels]  # fmt: skip
+    assert counts and counts[0] >= 1
+    assert not any("/healthz/" in str(labels) for _, labels in samples)
