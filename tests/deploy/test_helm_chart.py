@@ -73,7 +73,8 @@ def test_the_health_endpoint_the_web_probe_names_exists():
 
 def test_the_secret_holds_the_settings_and_the_in_chart_stores_are_reachable():
     documents = render("--set", "oidc.issuer=https://idp.example.org", "--set",
-                       "oidc.clientId=allot", "--set", "oidc.clientSecret=s3cret")  # fmt: skip
+                       "oidc.clientId=allot", "--set", "oidc.clientSecret=s3cret",
+                       "--set", "metricsToken=m3trics")  # fmt: skip
     secret = by_name(documents, "Secret")["allot-env"]["stringData"]
     assert len(secret["SECRET_KEY"]) == 64
     assert secret["DATABASE_URL"] == (
@@ -81,6 +82,7 @@ def test_the_secret_holds_the_settings_and_the_in_chart_stores_are_reachable():
     )
     assert secret["REDIS_URL"] == "redis://allot-redis:6379/0"
     assert secret["ALLOT_OIDC_CLIENT_SECRET"] == "s3cret"
+    assert secret["ALLOT_METRICS_TOKEN"] == "m3trics"
     assert set(by_name(documents, "StatefulSet")) == {"allot-postgres", "allot-redis"}
     assert {"allot-postgres", "allot-redis", "allot-web"} <= set(by_name(documents, "Service"))
     external = render(*EXTERNAL, "--set", "existingSecret=mine")
