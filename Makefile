@@ -7,7 +7,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check lint format bench bench-portal bench-history bench-load bench-dashboards bench-eta bench-k8s replay k8s-lab clean
+.PHONY: run test check lint format bench bench-portal bench-history bench-load bench-dashboards bench-eta bench-k8s replay k8s-lab helm-lint manifests clean
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -113,6 +113,14 @@ bench-k8s: $(STAMP) k8s-lab
 # into ~/.cache/allot-k8s-lab (slow once, then cached); `scripts/k8s-lab start` runs the lab.
 k8s-lab:
 	$(PYTHON) scripts/k8s-lab build
+
+# The Helm chart (deploy/helm/allot/), with Helm built like the lab's binaries (scripts/helm):
+# lint it, and render deploy/kubernetes/allot.yaml from it (tests/deploy checks they agree).
+helm-lint:
+	scripts/helm lint --strict deploy/helm/allot
+
+manifests:
+	$(PYTHON) scripts/render-manifest
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

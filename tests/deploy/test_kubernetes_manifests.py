@@ -1,4 +1,5 @@
-"""deploy/kubernetes/allot.yaml: every document valid against the official schema, and the
+"""deploy/kubernetes/allot.yaml (the Helm chart rendered, tests/deploy/test_helm_chart.py): every
+document valid against the official schema, and the
 ClusterRole grants what the agent's manifests need and nothing cluster-wide beyond it."""
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def test_the_role_lets_allot_bind_pods_and_read_logs_but_not_touch_secrets_or_no
     assert "secrets" not in granted and "*" not in granted
 
 
-def test_web_worker_and_beat_run_as_the_allot_service_account_with_the_kubernetes_agent():
+def test_web_worker_notifier_and_beat_run_as_the_allot_service_account_with_the_agent():
     deployments = {d["metadata"]["name"]: d for d in DOCUMENTS if d["kind"] == "Deployment"}
-    assert set(deployments) == {"allot-web", "allot-worker", "allot-beat"}
+    assert set(deployments) == {"allot-web", "allot-worker", "allot-notifier", "allot-beat"}
     for deployment in deployments.values():
         assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "allot"
     web = deployments["allot-web"]["spec"]["template"]["spec"]["containers"][0]
