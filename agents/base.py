@@ -216,6 +216,19 @@ class Observation:
     workloads: tuple[Workload, ...] = ()
 
 
+@dataclass(frozen=True)
+class AgentCounts:
+    """What the agent's calls to its cluster cost since it was last asked (`take_counts`).
+
+    `api_errors`: calls that failed, by (verb, resource, code), code being the HTTP status or
+    "none" when no answer came; `backoffs`: waits begun, by scope ("agent": all calls wait,
+    "job": one job's, "watch": the pod watch's); `backoff_s`: the seconds of those waits."""
+
+    api_errors: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    backoffs: dict[str, int] = field(default_factory=dict)
+    backoff_s: dict[str, float] = field(default_factory=dict)
+
+
 class NoShell(RuntimeError):
     """The agent has no containers to open a shell in (its `supports_shell` is False)."""
 
@@ -340,6 +353,11 @@ class Agent(Protocol):
 
     def urls(self, job: JobSpec) -> list[dict]:
         """Where the job's ports answer: ``[{"port", "url", ...}]`` (empty without ports)."""
+        ...
+
+    def take_counts(self) -> AgentCounts:
+        """The failed calls and back-offs since the last call (then counted from zero again),
+        for the portal's metrics; an agent that calls no API (the simulated one) has none."""
         ...
 
     def open_shell(self, job: JobSpec) -> Shell:

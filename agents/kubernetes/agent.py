@@ -47,12 +47,13 @@ from datetime import UTC, datetime
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
+from agents.base import AgentCounts, JobKey, JobSpec, JobStatus, NodeStatus, Observation
 from agents.kubernetes import addresses, adopt, dcgm, external, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
 from agents.kubernetes.status import complete, job_status
+from agents.kubernetes.telemetry import Tally
 from agents.kubernetes.watch import PodWatcher
 
 logger = logging.getLogger(__name__)
@@ -80,13 +81,15 @@ class KubernetesAgent:
     def __init__(self, config: KubernetesConfig, clock: Callable[[], datetime] = utc_now,
                  monotonic: Callable[[], float] = time.monotonic):  # fmt: skip
         self.config = config
-        self.api = api_client(config)
+        self.tally = Tally()  # failed API calls and back-offs, for the portal's metrics
+        self.api = api_client(config, self.tally)
         self.sessions = KubernetesSessions(
             config.session_secret, self.api, config.workspace_size, config.workspace_storage_class
         )
         self.clock = clock
         self.monotonic = monotonic
-        self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s)
+        self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s,
+                                  self.tally)  # fmt: skip
         self._lock = threading.RLock()
         self._specs: dict[JobKey, JobSpec] = {}  # every job this agent was told to run
         self._unstarted: dict[JobKey, JobSpec] = {}  # starts still to do (or to retry)
@@ -95,7 +98,9 @@ class KubernetesAgent:
         self._stopping: dict[JobKey, JobSpec | None] = {}  # what each owed stop deletes
         self._refused: dict[JobKey, str] = {}  # starts (or moves) the API rejected for good
         self._stop_refused: dict[JobKey, float] = {}  # when a stop was rejected for good
-        self._retries = faults.Backoff(monotonic, config.max_backoff_s)  # per job
+        self._retries = faults.Backoff(  # per job
+            monotonic, config.max_backoff_s, lambda wait_s: self.tally.backed_off("job", wait_s)
+        )
         self._started_at: dict[JobKey, float] = {}
         self._last: dict[JobKey, JobStatus] = {}
         self._nodes: tuple[NodeStatus, ...] = ()
@@ -126,10 +131,12 @@ class KubernetesAgent:
         fails after the wait doubles it."""
         with self._lock:
             now = self.monotonic()
+            wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
             if now >= self._retry_at:
                 self._failures += 1
-                self._retry_at = now + min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
-            wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
+                wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
+                self._retry_at = now + wait
+                self.tally.backed_off("agent", wait)
         what = "failing" if isinstance(exc, ApiException) else "unreachable"
         message = faults.describe(exc)
         self.problem = f"Kubernetes API server {what}: {message}; retrying in {wait:g} s"
@@ -313,6 +320,10 @@ class KubernetesAgent:
         if not name:
             raise ApiException(status=404, reason=f"job {job.project}/{job.name} has no pod yet")
         return open_shell(self.api, job, where=(job.external.namespace, name, container))
+
+    def take_counts(self) -> AgentCounts:
+        """The failed API calls and back-offs since the last call (`telemetry`)."""
+        return self.tally.take()
 
     def close(self) -> None:
         """Stop watching (and the threads that carry jobs out)."""
