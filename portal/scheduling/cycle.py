@@ -102,6 +102,7 @@ def run_cycle(
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
         cycle_metrics.record(result.status, result.timings, result.decisions)
+        cycle_metrics.record_agent(agent.take_counts())
     finally:
         _process_lock.release()
     if result.status == "done":

@@ -14,6 +14,10 @@ evictions by the action that decided them. Every worker adds with the cache's at
 overwrite each other, nothing is lost when a worker restarts, and no scrape target is needed
 per worker (prometheus-client's multiprocess mode would need a directory shared by every
 process, which workers on other hosts or pods do not have).
+
+The agent's failed API calls and back-offs (`agents.base.AgentCounts`) go the same way: each
+cycle takes what its process's agent counted since the last (`record_agent`), and so does each
+scrape for the web process's own agent (its status and log reads).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import time
 
 from django.core.cache import cache
+
+from agents.base import AgentCounts
 
 KEY = "allot:cycle:metrics"
 TOTALS = "allot:cycle:totals:"  # + a counter's name; integers only (sums in microseconds)
@@ -46,6 +52,16 @@ def record(status: str, timings: dict[str, float], decisions=()) -> None:
         _add(f"decision|{decision.kind}")
         if decision.kind == "evict":
             _add(f"eviction|{decision.action}")
+
+
+def record_agent(counts: AgentCounts) -> None:
+    """Add the agent's failed API calls and back-offs (taken since the last time) to the totals."""
+    for (verb, resource, code), failed in counts.api_errors.items():
+        _add(f"api_error|{verb}|{resource}|{code}", failed)
+    for scope, begun in counts.backoffs.items():
+        _add(f"backoff|{scope}", begun)
+    for scope, seconds in counts.backoff_s.items():
+        _add(f"backoff_us|{scope}", round(seconds * 1e6))
 
 
 def _add(name: str, amount: int = 1) -> None:

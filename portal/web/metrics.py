@@ -8,7 +8,9 @@ Three sources, each computed where it is true for every process:
 - per project, gauges computed at scrape time from `build_full_overview()`, the code the overview
   page and `GET /api/v1/overview/` use, so the two can never disagree;
 - per scheduling cycle, the running totals every worker adds to in the cache
-  (`portal.scheduling.cycle_metrics`), exposed here as a histogram and counters;
+  (`portal.scheduling.cycle_metrics`), exposed here as a histogram and counters; the agent's
+  failed API calls and back-offs the same way (each cycle adds its process's, each scrape this
+  process's);
 - per web request, a histogram this process keeps in its own registry (the route is the URL
   pattern's name, never the raw path, so a job's name does not make a series of its own).
 """
@@ -31,6 +33,7 @@ from prometheus_client.core import (
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import JobEvent
 from portal.scheduling import cycle_metrics
+from portal.scheduling.agent import built_agent
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -127,12 +130,39 @@ class CycleCollector:
         )  # fmt: skip
 
 
-def _counter(totals: dict[str, int], prefix: str, name: str, text: str, label: str):
-    family = CounterMetricFamily(name, text, labels=[label])
+class AgentCollector:
+    """The agent's failed API calls and back-offs, added to by every process that runs one."""
+
+    def collect(self):
+        agent = built_agent()  # this process's status and log reads count too
+        if agent is not None:
+            cycle_metrics.record_agent(agent.take_counts())
+        totals = cycle_metrics.totals()
+        yield _counter(
+            totals, "api_error", "allot_agent_api_errors",
+            "Calls of the agent to the cluster's API that failed, by verb, resource and HTTP "
+            "code ('none': no answer); 404 to a delete and 409 AlreadyExists to a create are "
+            "done, not failures.", "verb", "resource", "code",
+        )  # fmt: skip
+        yield _counter(
+            totals, "backoff", "allot_agent_backoffs",
+            "Back-offs the agent began, by scope: agent (the API server cannot be reached), "
+            "job (one job's start or stop), watch (the pod watch).", "scope",
+        )  # fmt: skip
+        yield _counter(
+            totals, "backoff_us", "allot_agent_backoff_seconds",
+            "Seconds of the waits those back-offs set, by scope.", "scope", scale=1e-6,
+        )  # fmt: skip
+
+
+def _counter(totals: dict[str, int], prefix: str, name: str, text: str, *labels: str,
+             scale: float = 1):  # fmt: skip
+    family = CounterMetricFamily(name, text, labels=list(labels))
     for key, value in sorted(totals.items()):
         kind, _, rest = key.partition("|")
-        if kind == prefix:
-            family.add_metric([rest], value)
+        values = rest.split("|")
+        if kind == prefix and len(values) == len(labels):
+            family.add_metric(values, value * scale)
     return family
 
 
@@ -141,6 +171,7 @@ def registry() -> CollectorRegistry:
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(ProjectCollector())
     scrape.register(CycleCollector())
+    scrape.register(AgentCollector())
     scrape.register(_Requests())
     return scrape
 
