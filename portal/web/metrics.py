@@ -47,31 +47,35 @@ REQUEST_SECONDS = Histogram(
 
 
 class ProjectCollector:
-    """The overview's per-project figures, read from the database at each scrape."""
+    """The overview's per-project figures, read from the database at each scrape. What the
+    project's placed pods hold is split by node pool (`node_pool`, the overview's `pools`): a
+    pool the project may use has its series even at 0. Quota, fair share and pending jobs are
+    the project's across its pools (Allot has one quota per project, not one per pool)."""
 
     GAUGES = (  # (metric, help, overview key, scale)
         ("allot_project_quota_gpus", "Deserved GPUs (the project's quota).", "quota", 1),
         ("allot_project_fair_share_gpus", "GPUs the fair share gives the project.",
          "fair_share", 1),
-        ("allot_project_allocated_gpus", "GPUs the project's jobs hold.", "allocated_gpus", 1),
-        ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request.",
-         "allocated_cpu_millis", 0.001),
-        ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request.",
-         "allocated_memory_bytes", 1),
-        ("allot_project_running_jobs", "Jobs holding resources.", "running_jobs", 1),
         ("allot_project_pending_jobs", "Jobs waiting to start.", "pending_jobs", 1),
+    )  # fmt: skip
+    POOL_GAUGES = (  # the same, of the project's `pools` rows
+        ("allot_project_allocated_gpus", "GPUs the project's jobs hold, by node pool.",
+         "allocated_gpus", 1),
+        ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request, by "
+         "node pool.", "allocated_cpu_millis", 0.001),
+        ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request, by "
+         "node pool.", "allocated_memory_bytes", 1),
+        ("allot_project_running_jobs", "Jobs holding resources, by the node pool of their "
+         "first pod.", "running_jobs", 1),
     )  # fmt: skip
 
     def collect(self):
         full = build_full_overview()
-        families = {
-            key: (GaugeMetricFamily(name, text, labels=["project"]), scale)
-            for name, text, key, scale in self.GAUGES
-        }
-        for row in full["projects"]:
-            for key, (family, scale) in families.items():
-                family.add_metric([row["name"]], float(row[key] or 0) * scale)
-        yield from (family for family, _ in families.values())
+        yield from _gauges(self.GAUGES, ["project"],
+                           [([row["name"]], row) for row in full["projects"]])  # fmt: skip
+        yield from _gauges(self.POOL_GAUGES, ["project", "node_pool"],
+                           [([row["name"], pool["pool"]], pool)
+                            for row in full["projects"] for pool in row["pools"]])  # fmt: skip
         oldest = GaugeMetricFamily(
             "allot_project_oldest_pending_seconds",
             "How long the project's oldest pending job has waited (0 when none waits).",
@@ -96,6 +100,18 @@ class ProjectCollector:
         for project in waits:
             submitted.add_metric([project], counts.get(project, 0))
         yield submitted
+
+
+def _gauges(gauges, labels: list[str], rows):
+    """A gauge family per (metric, help, key, scale) of `gauges`, of each (label values, row)."""
+    families = {
+        key: (GaugeMetricFamily(name, text, labels=labels), scale)
+        for name, text, key, scale in gauges
+    }
+    for values, row in rows:
+        for key, (family, scale) in families.items():
+            family.add_metric(values, float(row[key] or 0) * scale)
+    return [family for family, _ in families.values()]
 
 
 class CycleCollector:

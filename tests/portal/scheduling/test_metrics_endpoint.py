@@ -53,15 +53,17 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     samples = scrape()
     rows = {row["name"]: row for row in build_full_overview()["projects"]}
 
-    def gauge(name: str, project: str) -> float:
-        return samples[(name, (("project", project),))]
+    def gauge(name: str, project: str, pool: str | None = None) -> float:
+        pooled = () if pool is None else (("node_pool", pool),)
+        return samples[(name, (*pooled, ("project", project)))]
 
-    assert gauge("allot_project_allocated_gpus", "team-a") == rows["team-a"]["allocated_gpus"] == 3
+    assert (gauge("allot_project_allocated_gpus", "team-a", "default")
+            == rows["team-a"]["allocated_gpus"] == 3)  # fmt: skip
     assert gauge("allot_project_quota_gpus", "team-b") == 2
     assert gauge("allot_project_fair_share_gpus", "team-a") == rows["team-a"]["fair_share"]
-    assert gauge("allot_project_allocated_cpu_cores", "team-a") == 2.0
-    assert gauge("allot_project_allocated_memory_bytes", "team-a") == 1024 * 1024 * 1024
-    assert gauge("allot_project_running_jobs", "team-a") == 1
+    assert gauge("allot_project_allocated_cpu_cores", "team-a", "default") == 2.0
+    assert gauge("allot_project_allocated_memory_bytes", "team-a", "default") == 1024**3
+    assert gauge("allot_project_running_jobs", "team-a", "default") == 1
     assert gauge("allot_project_pending_jobs", "team-b") == 1
     assert cluster.job("team-b", "big").status == Status.PENDING
     assert gauge("allot_project_oldest_pending_seconds", "team-b") >= 0
@@ -69,6 +71,40 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     assert gauge("allot_job_submissions_total", "team-a") == 1
     cluster.submit("team-a", "train-2", gpus=1)
     assert scrape()[("allot_job_submissions_total", (("project", "team-a"),))] == 2
+
+
+def test_what_projects_hold_is_split_by_node_pool_as_the_overview_splits_it(cluster, scrape):
+    cluster.node("a1", 4, pool="a100")
+    cluster.node("v1", 8, pool="v100")
+    cluster.project("team-a", 8)  # any pool
+    cluster.project("team-b", 4, node_pools=["v100"])
+    cluster.submit("team-a", "gang", gpus=4, pods=2, cpu_millis=1000)  # 4 + 4: both pools
+    cluster.submit("team-b", "one", gpus=2)
+    cluster.cycle()
+    rows = {row["name"]: row for row in build_full_overview()["projects"]}
+    pools = {name: {p["pool"]: p for p in row["pools"]} for name, row in rows.items()}
+    assert sorted(pools["team-a"]) == ["a100", "v100"] and sorted(pools["team-b"]) == ["v100"]
+    assert {p: pools["team-a"][p]["allocated_gpus"] for p in ("a100", "v100")} == {
+        "a100": 4, "v100": 4,
+    }  # fmt: skip
+    samples = scrape()
+
+    def gauge(name: str, project: str, pool: str) -> float:
+        return samples[(name, (("node_pool", pool), ("project", project)))]
+
+    for project, pool in (("team-a", "a100"), ("team-a", "v100"), ("team-b", "v100")):
+        row = pools[project][pool]
+        assert gauge("allot_project_allocated_gpus", project, pool) == row["allocated_gpus"]
+        assert gauge("allot_project_allocated_cpu_cores", project, pool) == (
+            row["allocated_cpu_millis"] / 1000
+        )
+    assert gauge("allot_project_allocated_gpus", "team-b", "v100") == 2
+    assert gauge("allot_project_allocated_cpu_cores", "team-a", "a100") == 1.0
+    running = [gauge("allot_project_running_jobs", "team-a", p) for p in ("a100", "v100")]
+    assert sorted(running) == [0, 1]  # the gang counts once, where its first pod runs
+    assert ("allot_project_allocated_gpus", (("node_pool", "a100"), ("project", "team-b"))) not in (
+        samples
+    )  # team-b may not use the a100 pool
 
 
 def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
