@@ -96,6 +96,7 @@ def run_cycle(
             result = CycleResult("unsynced", message=message)
         result.timings["observe_s"] = observed_s
         if result.status == "done":
+            cycle_metrics.record_starts(runs.first_starts(result.started_ids, observation.at))
             lap = perf_counter()
             _carry_out(agent, result)
             external.explain(agent, observation)  # why other tools' pods wait (issue 33)

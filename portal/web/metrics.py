@@ -135,6 +135,7 @@ class CycleCollector:
                 [stage.removesuffix("_s")], buckets, totals.get(f"sum_us|{stage}", 0) / 1e6
             )
         yield stages
+        yield _start_latency(totals)
         yield _counter(totals, "cycles", "allot_cycles", "Scheduling cycles by outcome.", "status")
         yield _counter(
             totals, "decision", "allot_cycle_decisions", "Decisions by kind (start, evict, move).",
@@ -144,6 +145,22 @@ class CycleCollector:
             totals, "eviction", "allot_evictions",
             "Running jobs evicted, by the action that decided (reclaim, preempt, ...).", "reason",
         )  # fmt: skip
+
+
+def _start_latency(totals: dict[str, int]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(
+        "allot_job_start_latency_seconds",
+        "Time from a job's submission to its first start (the cycle placing it), by project.",
+        labels=["project"],
+    )
+    for project in sorted(n.split("|")[1] for n in totals if n.startswith("start_count|")):
+        buckets = [
+            (repr(bound), totals.get(f"start_bucket|{project}|{bound}", 0))
+            for bound in cycle_metrics.START_BUCKETS
+        ]
+        buckets.append(("+Inf", totals[f"start_count|{project}"]))
+        family.add_metric([project], buckets, totals.get(f"start_sum_us|{project}", 0) / 1e6)
+    return family
 
 
 class AgentCollector:

@@ -132,6 +132,42 @@ def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
     assert samples[("allot_evictions_total", (("reason", action),))] == 1
 
 
+def test_start_latency_is_a_histogram_of_each_jobs_first_start(cluster, scrape, clock):
+    cache.clear()
+    cluster.node("n1", 4)
+    cluster.project("team-a", 0)
+    cluster.project("team-b", 4)
+    cluster.submit("team-a", "borrower", gpus=4)
+    clock.advance(40)  # the first cycle comes 40 s (+ the clock's lead) after the submission
+    cluster.cycle()
+    borrower = cluster.job("team-a", "borrower")
+    waited = (borrower.runs.get(number=1).started_at - borrower.submitted_at).total_seconds()
+    assert 40 < waited < 120
+    cluster.submit("team-b", "owner", gpus=4)
+
+    def cycle():
+        clock.advance(1)  # every cycle sees its own time, as it does outside tests
+        cluster.cycle()
+
+    cycle()  # team-b reclaims its quota: the borrower is evicted...
+    cycle()
+    assert cluster.job("team-b", "owner").status != Status.PENDING
+    cluster.delete("team-b", "owner")
+    cycle()
+    cycle()  # ...and started again: not a first start
+    assert cluster.job("team-a", "borrower").runs.count() == 2
+    samples = scrape()
+
+    def series(name: str, project: str, le: str | None = None) -> float:
+        labels = (("le", le), ("project", project)) if le else (("project", project),)
+        return samples[(f"allot_job_start_latency_seconds_{name}", labels)]
+
+    assert series("count", "team-a") == 1 and series("count", "team-b") == 1
+    assert series("sum", "team-a") == pytest.approx(waited, abs=1e-3)
+    assert series("bucket", "team-a", "30.0") == 0 and series("bucket", "team-a", "120.0") == 1
+    assert series("bucket", "team-a", "+Inf") == 1
+
+
 def test_request_latency_is_labelled_by_route_name_not_path(scrape, cluster_admin):
     client = Client()
     client.force_login(cluster_admin)
