@@ -153,6 +153,7 @@ class JobStatus:
     utilization: float | None = None
     simulated: bool = False
     message: str = ""
+    gpu_memory_used_bytes: int | None = None  # on its devices, as measured (None: not)
     activity: str | None = None  # changes whenever the job writes output or makes progress
     restarts: int = 0  # container restarts of its pods (crash loops, out of memory)
     started_at: datetime | None = None  # the run this describes (its spec's); None: unknown
@@ -174,6 +175,7 @@ class NodeStatus:
     name: str
     ready: bool = True
     device_utilization: dict[int, float] = field(default_factory=dict)
+    device_memory_used_bytes: dict[int, int] = field(default_factory=dict)  # measured only
     simulated: bool = False
     gpus: int | None = None  # what the cluster says the node has (None: not reported)
     gpu_product: str = ""

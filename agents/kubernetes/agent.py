@@ -245,7 +245,11 @@ class KubernetesAgent:
         usage = self._utilization()
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(_namespace(job), names))
+            status = replace(
+                status,
+                utilization=usage.job(_namespace(job), names),
+                gpu_memory_used_bytes=usage.job_memory(_namespace(job), names),
+            )
         return status
 
     def explain(self, waiting: Mapping[str, str]) -> None:
@@ -701,7 +705,12 @@ class KubernetesAgent:
             status = replace(status, phase="Failed", message=message)
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(manifests.namespace_for(key[0]), names))
+            namespace = manifests.namespace_for(key[0])
+            status = replace(
+                status,
+                utilization=usage.job(namespace, names),
+                gpu_memory_used_bytes=usage.job_memory(namespace, names),
+            )
         return status
 
     def _unseen(self, key: JobKey) -> JobStatus:
@@ -741,7 +750,8 @@ class KubernetesAgent:
         except (OSError, ValueError) as exc:
             logger.warning("DCGM exporter at %s: %s", self.config.dcgm_url, exc)
             return None
-        self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}))
+        self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}),
+                                    device_memory_used_bytes=usage.device_memory.get(node.name, {}))
                             for node in self._nodes)  # fmt: skip
         return usage
 

@@ -275,6 +275,7 @@ def _running(job: Job, figures, now) -> dict:
     row = _job(job, now)
     row["run_s"] = round(max((now - job.started_at).total_seconds(), 0.0), 1)
     row["utilization"] = figures.job(job.project.name, job.name)
+    row["gpu_memory_used_bytes"] = figures.job_memory_used(job.project.name, job.name)
     row["utilization_simulated"] = figures.simulated
     return row
 
@@ -347,6 +348,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
         # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
         outside = set(outside_devices(node.gpus, node.outside_gpus,
                                       {*failed, *on_device[node.name]}))  # fmt: skip
+        memory = figures.device_memory.get(node.name, {}) if figures.at else {}
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -356,6 +358,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                     "index": index,
                     "allocated": round(min(sum(job["share"] for job in jobs), 1.0), 3),
                     "utilization": utilization,
+                    "memory_used_bytes": memory.get(index),  # measured only, else None
                     "jobs": jobs,
                     "failed": index in failed,
                     "outside": index in outside,
