@@ -6,11 +6,12 @@ conventions: the `allot_` prefix, base units (seconds, bytes, CPU cores), `_tota
 
 Three sources, each computed where it is true for every process:
 - per project, gauges computed at scrape time from `build_full_overview()`, the code the overview
-  page and `GET /api/v1/overview/` use, so the two can never disagree;
+  page and `GET /api/v1/overview/` use, so the two can never disagree (what the project holds
+  by node pool from its rows' `pools`);
 - per scheduling cycle, the running totals every worker adds to in the cache
-  (`portal.scheduling.cycle_metrics`), exposed here as a histogram and counters; the agent's
-  failed API calls and back-offs the same way (each cycle adds its process's, each scrape this
-  process's);
+  (`portal.scheduling.cycle_metrics`), exposed here as histograms (stage durations, each job's
+  submit-to-start latency) and counters; the agent's failed API calls and back-offs the same
+  way (each cycle adds its process's, each scrape this process's);
 - per web request, a histogram this process keeps in its own registry (the route is the URL
   pattern's name, never the raw path, so a job's name does not make a series of its own).
 """
