@@ -36,6 +36,8 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 START_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
                  21600.0, 86400.0)  # fmt: skip
 WINDOW = 100
+INDEX_LOCK = "allot:cycle:totals-index-lock"
+INDEX_LOCK_S = 2
 STAGES = ("observe_s", "lock_s", "snapshot_s", "plan_s", "commit_s", "carry_out_s")
 
 
@@ -87,9 +89,27 @@ def _add(name: str, amount: int = 1) -> None:
     key = TOTALS + name
     cache.add(key, 0, timeout=None)  # only when missing; incr on a missing key raises
     cache.incr(key, amount)
-    names = cache.get(TOTALS + "names") or []
-    if name not in names:  # the index of counters, so a scrape reads them without a key scan
-        cache.set(TOTALS + "names", [*names, name], timeout=None)
+    if name not in (cache.get(TOTALS + "names") or []):
+        _index(name)
+
+
+def _index(name: str) -> None:
+    """Add `name` to the index of counters (so a scrape reads them without a key scan). The
+    index is one list read and written whole: two processes adding new names at once would
+    each write the list without the other's name, so the writers take turns, holding a lock
+    made with the cache's atomic `add` (Redis SET NX) that expires should its holder die."""
+    deadline = time.monotonic() + INDEX_LOCK_S
+    while not (held := cache.add(INDEX_LOCK, 1, timeout=INDEX_LOCK_S)):
+        if time.monotonic() >= deadline:
+            break  # the holder died holding it: its expiry is due, write anyway
+        time.sleep(0.002)
+    try:
+        names = cache.get(TOTALS + "names") or []
+        if name not in names:
+            cache.set(TOTALS + "names", [*names, name], timeout=None)
+    finally:
+        if held:
+            cache.delete(INDEX_LOCK)
 
 
 def totals() -> dict[str, int]:
