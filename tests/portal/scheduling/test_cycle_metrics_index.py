@@ -47,3 +47,16 @@ def test_new_counters_added_at_once_by_several_writers_are_all_indexed(redis_cac
     expected = {f"api_error|create|pods|{w}-{i}" for w in range(writers) for i in range(each)}
     assert expected - totals.keys() == set()
     assert all(totals[name] == 1 for name in expected)
+
+
+def test_the_embedded_defaults_cache_keeps_every_total_of_many_projects():
+    """`make run` keeps the totals in process memory (LocMemCache), which culls a third of its
+    entries once it holds MAX_ENTRIES (300 by default): the start latency of 40 projects alone
+    is 600 counters, and culled counters went back to zero or out of /metrics."""
+    from django.core.cache import cache
+
+    cache.clear()
+    cycle_metrics.record_starts([(f"team-{n}", 12.5) for n in range(40)])
+    totals = cycle_metrics.totals()
+    assert {totals.get(f"start_count|team-{n}") for n in range(40)} == {1}
+    assert {totals.get(f"start_bucket|team-{n}|15.0") for n in range(40)} == {1}
