@@ -48,3 +48,22 @@ class Reservation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.project})"
+
+
+class ReservationNotice(models.Model):
+    """That the project was told of one occurrence before its start (once per occurrence,
+    `portal.reservations.services.announce`); `event` is the project event it was told by."""
+
+    reservation = models.ForeignKey(Reservation, on_delete=models.CASCADE, related_name="notices")
+    occurrence_start = models.DateTimeField()
+    event = models.ForeignKey(
+        "jobs.JobEvent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sent_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["reservation", "occurrence_start"], name="reservation_notice_once"
+            )
+        ]

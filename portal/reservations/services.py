@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from portal.audit import services as audit
 from portal.cluster.models import Node as NodeRow
-from portal.reservations.models import Reservation
+from portal.jobs.models import JobEvent
+from portal.reservations.models import Reservation, ReservationNotice
 from scheduler import Node
 from scheduler import Reservation as Occurrence
 from scheduler.reservations import Refusal, refusal, weekly
@@ -26,6 +27,8 @@ FIELDS = ("name", "project", "gpus", "cpu_millis", "memory_bytes", "pool", "whol
 HORIZON = timedelta(days=8)
 """How far ahead a cycle sees occurrences: a week and a day, so a weekly slot is always in view
 once the one before has ended (R22.2 holds work back from the moment a slot is in view)."""
+NOTICE_BEFORE = timedelta(hours=1)
+"""How long before a slot starts its project is told (email, toast, webhooks)."""
 LOCK = 0x414C4C52  # "ALLR": the advisory lock that serialises bookings
 
 
@@ -158,3 +161,39 @@ def cancel(booking: Reservation) -> None:
     """Remove a booking; from the next cycle on it holds nothing back and takes nothing."""
     audit.record("reservation.deleted", booking, changes={"name": [booking.name, None]})
     booking.delete()
+
+
+def announce(now: datetime) -> list[int]:
+    """Tell each project of its slots starting within `NOTICE_BEFORE`, once per occurrence: a
+    project event of kind ``reservation`` (its members and webhooks hear of it through
+    `portal.notify.dispatch`); returns the events' ids for `dispatch.after_commit`."""
+    events = []
+    for booking in Reservation.objects.select_related("project"):
+        for start, end in occurrences(booking, now, now + NOTICE_BEFORE):
+            if start > now:
+                event = _notice(booking, start, end, now)
+                if event is not None:
+                    events.append(event)
+    return events
+
+
+def _notice(booking: Reservation, start: datetime, end: datetime, now: datetime) -> int | None:
+    """One notice and its event (savepoint: a concurrent cycle that got there first wins)."""
+    if ReservationNotice.objects.filter(reservation=booking, occurrence_start=start).exists():
+        return None
+    zone = timezone.get_current_timezone()
+    text = (
+        f"{booking.project.name}'s reservation {booking.name!r} of {booking.gpus} GPUs starts at "
+        f"{start.astimezone(zone):%Y-%m-%d %H:%M %Z} and ends at "
+        f"{end.astimezone(zone):%Y-%m-%d %H:%M %Z}; its jobs go there first and take back "
+        "what holds the GPUs (R22.3)"
+    )
+    try:
+        with transaction.atomic():
+            event = JobEvent.objects.create(time=now, project=booking.project, job_name="",
+                                            kind="reservation", message=text)  # fmt: skip
+            ReservationNotice.objects.create(reservation=booking, occurrence_start=start,
+                                             event=event, sent_at=now)  # fmt: skip
+    except IntegrityError:
+        return None
+    return event.id

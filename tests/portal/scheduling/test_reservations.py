@@ -8,10 +8,13 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.core import mail
 
 from portal.jobs.models import JobEvent, Status
+from portal.notify import dispatch
 from portal.reservations.models import Reservation
 from portal.reservations.services import HORIZON
+from portal.tenancy.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,3 +63,32 @@ def test_r22_3_at_the_slot_start_the_project_takes_its_gpus_back_within_one_cycl
     cluster.settle()
     assert cluster.job("team-b", "train").status == Status.RUNNING
     assert cluster.job("team-a", "early").status == Status.PENDING  # R22.4: out of R9's reach
+
+
+def test_the_project_s_members_are_told_once_an_hour_before_each_slot(
+    cluster, clock, settings, owner, member
+):
+    settings.ALLOT_NOTIFICATIONS = True
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    for person, address in ((owner, "alice@example.org"), (member, "bob@example.org")):
+        person.email = address
+        person.save()
+    cluster.node("n1", 8)
+    team_a = Project.objects.get(name="team-a")
+    booking = book(team_a, clock, 2 * 3600)
+    booking.weekly = True
+    booking.save()
+    cluster.cycle()
+    assert not JobEvent.objects.filter(kind="reservation").exists()  # two hours ahead
+    clock.advance(3600 + 60)
+    cluster.cycle()
+    cluster.cycle()  # once per occurrence
+    dispatch.wait_idle()
+    (event,) = JobEvent.objects.filter(kind="reservation")
+    assert event.message.startswith("team-a's reservation 'deadline' of 8 GPUs starts at ")
+    assert event.message.endswith("take back what holds the GPUs (R22.3)")
+    assert sorted(m.to[0] for m in mail.outbox) == ["alice@example.org", "bob@example.org"]
+    assert mail.outbox[0].subject == "[Allot] team-a reservation about to start"
+    clock.advance(7 * 24 * 3600)  # the next week's slot is announced again
+    cluster.cycle()
+    assert JobEvent.objects.filter(kind="reservation").count() == 2
