@@ -249,6 +249,8 @@ class Client:
     setup: Setup
     acknowledged: dict[tuple[str, str], int] = field(default_factory=dict)  # -> GPUs asked
     deleted: set[tuple[str, str]] = field(default_factory=set)
+    # a DELETE that got no answer: carried out or not, nobody knows until it is asked again
+    unanswered_deletes: set[tuple[str, str]] = field(default_factory=set)
     uncertain: set[tuple[str, str]] = field(default_factory=set)
     failures: list[tuple[float, str]] = field(default_factory=list)
     requests: int = 0
@@ -261,22 +263,25 @@ class Client:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
-    def request(self, method: str, path: str, body: dict | None = None) -> bool:
+    def request(self, method: str, path: str, body: dict | None = None) -> int | None:
+        """The answer's status, or None when no answer came (refused, reset or timed out: the
+        request may or may not have been carried out)."""
         self.requests += 1
         try:
             self.setup.rest(method, path, body)
-            return True
+            return 200
         except urllib.error.HTTPError as error:
             self.failures.append((time.monotonic(), f"{method} {error.code}"))
-            return False
-        except OSError as error:  # no answer: refused, reset or timed out
+            return error.code
+        except OSError as error:
             reason = getattr(error, "reason", error)
             self.failures.append((time.monotonic(), f"{method} {type(reason).__name__}"))
-            return False
+            return None
 
     def submit(self, project: str, name: str, gpus: int, pods: int = 1) -> bool:
-        ok = self.request("POST", "jobs/", {"project": project, "name": name, "gpus": gpus,
-                                            "pods": pods, "image": "allot/fault:1"})  # fmt: skip
+        body = {"project": project, "name": name, "gpus": gpus, "pods": pods,
+                "image": "allot/fault:1"}  # fmt: skip
+        ok = self.request("POST", "jobs/", body) == 200
         (self.acknowledged.__setitem__((project, name), gpus * pods) if ok
          else self.uncertain.add((project, name)))  # fmt: skip
         return ok
@@ -299,7 +304,12 @@ class Client:
                 self.submit(project, f"j-{self.counter:04d}", self.random.choice((1, 2)))
         else:
             victim = self.random.choice(sorted(live))
-            if self.request("DELETE", f"jobs/{victim[0]}/{victim[1]}/"):
+            status = self.request("DELETE", f"jobs/{victim[0]}/{victim[1]}/")
+            if status is None:
+                self.unanswered_deletes.add(victim)
+            elif status == 200 or (status == 404 and victim in self.unanswered_deletes):
+                # a 404 after an unanswered DELETE: that first DELETE was carried out (the web
+                # worker died after committing, before answering); any other 404 is a lost job
                 self.deleted.add(victim)
 
     def _run(self) -> None:
@@ -345,7 +355,8 @@ def consistent(setup: Setup, load: Client, timeout: float = 60) -> Check:
         found = Check()
         names = [(row["project"], row["name"]) for row in rows]
         found.duplicated = sorted({n for n in names if names.count(n) > 1})
-        found.lost = sorted(set(load.live()) - set(names))
+        # missing after an unanswered DELETE is that DELETE carried out, not a loss
+        found.lost = sorted(set(load.live()) - set(names) - load.unanswered_deletes)
         found.orphans = sorted(set(pods) - set(want))
         found.unplaced = sorted(k for k, node in want.items() if pods.get(k) != (node, True))
         for row in rows:
