@@ -69,13 +69,19 @@ def serve_reservations(session: Session) -> None:
     for reservation in sorted(active_reservations(session), key=lambda r: (r.start, r.name)):
         nodes = nodes_for(session, reservation)
         names = {n.name for n in nodes}
-        limit = reservation.gpus * 1000
+        room = reservation.gpus * 1000 - _held(session, reservation.project, names)
         mine = [j for j in session.pending() if j.project == reservation.project]
+        failed: set[tuple] = set()  # shapes that found no room even with every victim gone
         for job in sorted(mine, key=job_order_key):
-            held = _held(session, reservation.project, names)
-            if held + job.milli_total > limit or session.capacity_block(job):
+            if room <= 0:
+                break
+            shape = (job.gpus, job.pods, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
+            if job.milli_total > room or shape in failed or session.capacity_block(job):
                 continue
-            _serve(session, reservation, job, names)
+            if _serve(session, reservation, job, names):
+                room -= job.milli_total
+            else:
+                failed.add(shape)
         _protect(session, reservation, names)
 
 
@@ -88,9 +94,10 @@ def _held(session: Session, project: str, names: set[str]) -> int:
     )
 
 
-def _serve(session: Session, reservation: Reservation, job: Job, names: set[str]) -> None:
+def _serve(session: Session, reservation: Reservation, job: Job, names: set[str]) -> bool:
     """Start `job` on the reserved pool, evicting other projects' preemptible jobs there if
-    need be (R22.3, R22.5); leave everything unchanged when even that does not make room."""
+    need be (R22.3, R22.5), and return True; leave everything unchanged and return False when
+    even that does not make room."""
     state = session.state
     checkpoint = state.checkpoint()
     with only_pool(session, job, reservation.pool):
@@ -105,7 +112,7 @@ def _serve(session: Session, reservation: Reservation, job: Job, names: set[str]
                     break
     if placement is None:
         state.rollback(checkpoint)
-        return
+        return False
     kept = set()
     for victim, old in reversed(evicted):  # the job left these devices free: keep running
         if still_free(state.nodes, victim, old):
@@ -127,6 +134,7 @@ def _serve(session: Session, reservation: Reservation, job: Job, names: set[str]
         f"{moment(reservation.end)} (R22.3)",
         placement,
     )
+    return True
 
 
 @contextmanager
@@ -200,30 +208,41 @@ def _protect(session: Session, reservation: Reservation, names: set[str]) -> Non
 class Bookings:
     """One cycle's reservations as allocate sees them: for each one not over, its stand-in's
     shadow, at T1 for one ahead of its slot (R22.2), now without the preemptible work of other
-    projects for one inside it (R22.5)."""
+    projects for one inside it (R22.5). A shadow is built when a start first lands on its
+    nodes: a cycle that starts nothing there pays nothing."""
 
     def __init__(self, session: Session):
         self.session = session
-        self.shadows: list[tuple[Reservation, Shadow]] = []
+        self.wanted: list[tuple[Reservation, list[NodeState], set[str]]] = []
         for reservation in session.bookings:
             if reservation.end <= session.now or reservation.project not in session.queues:
                 continue
             nodes = nodes_for(session, reservation)
             if nodes:
-                shadow = Shadow(reserved_job(reservation, nodes), nodes)
-                self._release(shadow, reservation)
-                self.shadows.append((reservation, shadow))
+                self.wanted.append((reservation, nodes, {n.name for n in nodes}))
+        self.shadows: dict[int, Shadow] = {}
 
-    def _release(self, shadow: Shadow, reservation: Reservation) -> None:
+    def _shadow(self, index: int, job: Job, placement: tuple[PodPlacement, ...]) -> Shadow:
+        """The reservation's shadow, built from the cluster as it is with `job` (just placed by
+        allocate) left out: `check` adds it."""
+        if index not in self.shadows:
+            reservation, nodes, _ = self.wanted[index]
+            shadow = Shadow(reserved_job(reservation, nodes), nodes)
+            shadow.change(job, placement, -1)
+            self._release(shadow, reservation, job.key)
+            self.shadows[index] = shadow
+        return self.shadows[index]
+
+    def _release(self, shadow: Shadow, reservation: Reservation, skip) -> None:
         """Take off the shadow what will not be there for the reservation: the project's own
         jobs (inside it), and before the slot what ends by T1, inside it others' preemptible
         work (it gives way, R22.5)."""
         session, state = self.session, self.session.state
         ahead = reservation.start > session.now
         for key, placement in state.placement.items():
-            job = state.jobs[key]
-            if not shadow.touches(placement):
+            if key == skip or not shadow.touches(placement):
                 continue
+            job = state.jobs[key]
             if job.project == reservation.project:
                 gone = True
             elif ahead:
@@ -244,8 +263,8 @@ class Bookings:
         added: list[Shadow] = []
         now = self.session.now
         end = now + job.expected_s if job.expected_s is not None else None
-        for reservation, shadow in self.shadows:
-            if job.project == reservation.project or not shadow.touches(placement):
+        for index, (reservation, _, names) in enumerate(self.wanted):
+            if job.project == reservation.project or not _on(placement, names):
                 continue
             ahead = reservation.start > now
             name = f"{reservation.project}'s reservation {reservation.name!r}"
@@ -260,6 +279,7 @@ class Bookings:
                     f"given back when {reservation.project} needs them (R22.5)"
                 )
                 continue
+            shadow = self._shadow(index, job, placement)
             shadow.change(job, placement, +1)
             added.append(shadow)
             if not shadow.fits():
