@@ -97,12 +97,14 @@ def run_cycle(
             result = CycleResult("unsynced", message=message)
         result.timings["observe_s"] = observed_s
         if result.status == "done":
+            cycle_metrics.record_starts(runs.first_starts(result.started_ids, observation.at))
             lap = perf_counter()
             _carry_out(agent, result)
             external.explain(agent, observation)  # why other tools' pods wait (issue 33)
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
         cycle_metrics.record(result.status, result.timings, result.decisions)
+        cycle_metrics.record_agent(agent.take_counts())
     finally:
         _process_lock.release()
     if result.status == "done":
