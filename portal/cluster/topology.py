@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from portal.cluster.models import PoolTopology
+from portal.cluster.models import Node, PoolTopology
 
 NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -63,3 +63,20 @@ def landed_in(pool_levels: list[str], labels: list[dict]) -> str:
         if len(values) == 1 and None not in values:
             return f"{short(key)} {values.pop()}"
     return ""
+
+
+def landing(nodes: list[str], cache: dict) -> str:
+    """The narrowest domain holding every node of a placement ("rack r3"), or "" (no nodes,
+    nodes of several pools, or no level they share). `cache` keeps the node labels and the
+    pools' levels for one request or page: two queries however many jobs are shown."""
+    if not nodes:
+        return ""
+    if "node_labels" not in cache:
+        rows = Node.objects.values_list("name", "pool", "labels")
+        cache["node_labels"] = {name: (pool, labels or {}) for name, pool, labels in rows}
+        cache["pool_levels"] = dict(PoolTopology.objects.values_list("pool", "levels"))
+    found = [cache["node_labels"].get(name) for name in nodes]
+    pools = {row[0] for row in found if row is not None}
+    if None in found or len(pools) != 1:
+        return ""
+    return landed_in(cache["pool_levels"].get(pools.pop(), []), [row[1] for row in found])

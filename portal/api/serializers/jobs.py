@@ -20,7 +20,7 @@ from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
 from portal.api.serializers.quantities import GpuMemoryField, MibField, QuantityField
 from portal.cluster.models import Node
-from portal.cluster.topology import known_levels
+from portal.cluster.topology import known_levels, landing
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
@@ -231,6 +231,10 @@ class JobSerializer(StrictModelSerializer):
         'and/or {"preferred": level} (packed as tightly as it can be, falling back a level '
         "at a time); a level of a node pool's topology by label key or short name (issue 38)",
     )
+    domain = serializers.SerializerMethodField(
+        help_text="the narrowest topology domain holding all the job's pods, e.g. 'rack r3' "
+        "(R23.1); '' when it holds none or its pool has no levels"
+    )
     allocated_gpus = serializers.SerializerMethodField()
     nodes = serializers.SerializerMethodField()
     wait_s = serializers.SerializerMethodField()
@@ -290,6 +294,7 @@ class JobSerializer(StrictModelSerializer):
             "sim_duration_s",
             "estimate_s",
             "topology",
+            "domain",
             "status",
             "allocated_gpus",
             "nodes",
@@ -369,6 +374,9 @@ class JobSerializer(StrictModelSerializer):
 
     def get_nodes(self, job: Job) -> list[str]:
         return job.nodes
+
+    def get_domain(self, job: Job) -> str:
+        return landing(job.nodes, self.context.setdefault("topology", {}))
 
     def get_warnings(self, job: Job) -> list[str]:
         return self.context.get("warnings", {}).get((job.project.name, job.name), [])
