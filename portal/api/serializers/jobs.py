@@ -232,8 +232,8 @@ class JobSerializer(StrictModelSerializer):
         "at a time); a level of a node pool's topology by label key or short name (issue 38)",
     )
     domain = serializers.SerializerMethodField(
-        help_text="the narrowest topology domain holding all the job's pods, e.g. 'rack r3' "
-        "(R23.1); '' when it holds none or its pool has no levels"
+        help_text="for a job with a topology constraint, the narrowest domain holding all its "
+        "pods, e.g. 'rack r3' (R23.1); '' otherwise, or while it holds no node"
     )
     allocated_gpus = serializers.SerializerMethodField()
     nodes = serializers.SerializerMethodField()
@@ -376,6 +376,10 @@ class JobSerializer(StrictModelSerializer):
         return job.nodes
 
     def get_domain(self, job: Job) -> str:
+        """Only for a job with a constraint: the lookup (two queries per request, however many
+        jobs) is not paid by pages of jobs that never asked for a domain."""
+        if not job.topology:
+            return ""
         return landing(job.nodes, self.context.setdefault("topology", {}))
 
     def get_warnings(self, job: Job) -> list[str]:
