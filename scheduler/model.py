@@ -354,6 +354,33 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """GPUs booked ahead for a project from `start` to `end` (Allot's R22 rules,
+    docs/reservations.md, scheduler/reservations.py): one occurrence, on the snapshot's clock.
+
+    `gpus` whole devices (an integer of at least 1), optionally `cpu_millis` and `memory_bytes`
+    in all (None: not booked; spread evenly over the GPUs), on node pool `pool` (None: every
+    pool the project may use) and, with `whole_nodes`, as whole nodes of that pool (R22.1). A
+    weekly booking reaches the core as one Reservation per week (the producer expands it,
+    `scheduler.reservations.weekly`); `name` names the booking in reasons.
+    """
+
+    name: str
+    project: str
+    gpus: int
+    start: float
+    end: float
+    pool: str | None = None
+    whole_nodes: bool = False
+    cpu_millis: int | None = None
+    memory_bytes: int | None = None
+
+    def active(self, now: float) -> bool:
+        """True inside the slot, `start <= now < end` (R22.3-R22.5)."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one cycle sees. `now` is seconds on any clock the caller likes.
 
@@ -361,7 +388,8 @@ class Snapshot:
     (0..1 of the cluster) for time-based fair share (R2.9, E10); empty means no usage data.
     `topology` maps a node pool to its topology levels, node label keys from the widest domain
     to the narrowest (e.g. block, rack, kubernetes.io/hostname; R23.1); a pool not listed has
-    no topology and a job's constraint is ignored there.
+    none (a job requiring a level waits, R23.4; a preference there places it anywhere).
+    `reservations` are the booked occurrences not yet over (R22, docs/reservations.md).
     """
 
     nodes: tuple[Node, ...]
@@ -371,6 +399,7 @@ class Snapshot:
     now: float = 0.0
     usage: dict[str, float] = field(default_factory=dict)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
 
 
 DecisionKind = Literal["start", "evict", "move"]

@@ -24,11 +24,12 @@ from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
+from portal.reservations import services as reservation_services
 from portal.scheduling import past_usage
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
-from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
+from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Reservation, Snapshot
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class CycleRows:
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
     budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
     topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # levels per pool (R23.1)
+    reservations: tuple[Reservation, ...] = ()  # the occurrences in view (R22)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -105,6 +107,7 @@ class CycleRows:
             now=now,
             usage=self.usage,
             topology=self.topology,
+            reservations=self.reservations,
         )
 
 
@@ -294,4 +297,5 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
         topology=load_topology(),
+        reservations=reservation_services.in_view(at or timezone.now()),  # R22
     )
