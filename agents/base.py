@@ -190,6 +190,9 @@ class NodeStatus:
     outside_gpus: int = 0
     outside_cpu_millis: int = 0
     outside_memory_bytes: int = 0
+    # The node's labels (issue 38): its pool's topology levels name those that group nodes
+    # into racks and blocks (R23.1). None: not reported, which leaves what is recorded.
+    labels: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ class Session:
         # R3.4: a GPU-memory request's fraction for the limit check uses the largest device.
         self.largest_gpu_memory = max((n.gpu_memory_bytes for n in snapshot.nodes), default=0)
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
-        self.state = ClusterState(snapshot.nodes, self.queues, jobs)
+        self.state = ClusterState(snapshot.nodes, self.queues, jobs, snapshot.topology)
         self.nodes = {n.name: n for n in snapshot.nodes}
         # Projects with per-user limits (R21.1-R21.3); the others are never counted per user.
         self.user_limited = {p.name: p for p in snapshot.projects if p.user_limits}

@@ -152,6 +152,7 @@ def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | N
         cpu_millis=_amount(allocatable.get("cpu"), 1000),
         memory_bytes=_amount(allocatable.get("memory"), 1),
         failed_devices=tuple(range(0 if gpu_trouble else healthy, gpus)),
+        labels=tuple(sorted(labels.items())),
     )
 
 

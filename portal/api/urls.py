@@ -5,7 +5,7 @@ from django.urls import path
 from portal.api.views.accounting import Accounting
 from portal.api.views.audit import AuditList
 from portal.api.views.budgets import BudgetDetail, BudgetList
-from portal.api.views.cluster import NodeDetail, NodeList
+from portal.api.views.cluster import NodeDetail, NodeList, PoolTopologyDetail, PoolTopologyList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
     JobBulk,
@@ -47,6 +47,8 @@ from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 urlpatterns = [
     path("nodes/", NodeList.as_view(), name="node-list"),
     path("nodes/<str:name>/", NodeDetail.as_view(), name="node-detail"),
+    path("topology/", PoolTopologyList.as_view(), name="topology-list"),
+    path("topology/<str:pool>/", PoolTopologyDetail.as_view(), name="topology-detail"),
     path("departments/", DepartmentList.as_view(), name="department-list"),
     path("departments/<str:name>/", DepartmentDetail.as_view(), name="department-detail"),
     path("projects/", ProjectList.as_view(), name="project-list"),

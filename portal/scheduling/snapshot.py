@@ -19,6 +19,7 @@ from portal.budgets.models import Budget
 from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
+from portal.cluster.models import PoolTopology
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
@@ -85,6 +86,7 @@ class CycleRows:
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
     budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # levels per pool (R23.1)
     reservations: tuple[Reservation, ...] = ()  # the occurrences in view (R22)
 
     def snapshot(
@@ -104,6 +106,7 @@ class CycleRows:
             departments=self.departments,
             now=now,
             usage=self.usage,
+            topology=self.topology,
             reservations=self.reservations,
         )
 
@@ -134,18 +137,26 @@ def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
     rows = NodeRow.objects.order_by("name").values_list(
         "name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable", "cordoned_in_cluster",
         "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster", "outside_gpus",
-        "outside_cpu_millis", "outside_memory_bytes",
+        "outside_cpu_millis", "outside_memory_bytes", "labels",
     )  # fmt: skip
     nodes = []
     for (name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported,
-         outside, outside_cpu, outside_ram) in rows:  # fmt: skip
+         outside, outside_cpu, outside_ram, labels) in rows:  # fmt: skip
         failed = tuple(sorted({*marked, *reported}))
         nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
                           cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
                           outside_devices=outside_devices(gpus, outside, set(failed)),
                           outside_cpu_millis=outside_cpu,
-                          outside_memory_bytes=outside_ram))  # fmt: skip
+                          outside_memory_bytes=outside_ram,
+                          labels=tuple(sorted((labels or {}).items()))))  # fmt: skip
     return clear_of(tuple(nodes), jobs)
+
+
+def load_topology() -> dict[str, tuple[str, ...]]:
+    """Each node pool's topology levels, widest first (R23.1); pools without a row have none."""
+    return {
+        pool: tuple(levels) for pool, levels in PoolTopology.objects.values_list("pool", "levels")
+    }
 
 
 def clear_of(nodes: tuple[Node, ...], jobs: tuple[Job, ...]) -> tuple[Node, ...]:
@@ -228,7 +239,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
             "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
-            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", named=True,
+            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", "topology", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -245,6 +256,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
             gpu_memory_bytes=row.gpu_memory_bytes,
+            topology_required=(row.topology or {}).get("required"),
+            topology_preferred=(row.topology or {}).get("preferred"),
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
@@ -283,5 +296,6 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
+        topology=load_topology(),
         reservations=reservation_services.in_view(at or timezone.now()),  # R22
     )

@@ -6,6 +6,7 @@ if they do not delay it (B1-B4, scheduler/actions/backfill.py); without it, noth
 
 from __future__ import annotations
 
+from .. import topology
 from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
@@ -58,7 +59,8 @@ def allocate(session: Session) -> None:
             job,
             "allocate",
             f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'}"
-            + (f"; {note}" if note else " (R4.4)"),
+            + (f"; {note}" if note else " (R4.4)")
+            + topology.landed_note(session.state, job, placement),
             placement,
         )
 
@@ -73,7 +75,10 @@ def shortest_first(job: Job) -> tuple:
 def no_fit_reason(session: Session, job: Job) -> str:
     """Why no node can take the job now, in plain words (R5.3, R5.4, R5.5, R6.1), naming the
     resource that does not fit when it is CPU, memory or GPU memory (issue 26), for a job some
-    emptied node could hold (allocate gives `unplaceable`'s reason to the others)."""
+    emptied node could hold (allocate gives `unplaceable`'s reason to the others). A job with a
+    required topology level gets the level's reason (R23.2)."""
+    if job.topology_required:  # R23.2: the level and its roomiest domain
+        return topology.required_reason(session.state, job)
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
     if job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None:
