@@ -40,6 +40,17 @@ REST = [
     ("member-list", "post", f"{A}/projects/team-a/members/", {"username": "eve"},
      (201, 403, 403, 404)),
     ("member-detail", "delete", f"{A}/projects/team-a/members/vera/", None, (204, 403, 403, 404)),
+    ("user-limit-list", "get", f"{A}/projects/team-a/user-limits/", None, (200, 200, 200, 404)),
+    ("user-limit-list", "post", f"{A}/projects/team-a/user-limits/", {"max_gpus": 2},
+     (201, 403, 403, 404)),
+    # one that exists, as a teammate's override is to a researcher: tests/portal/api/
+    # test_user_limits_api.py
+    ("user-limit-detail", "get", f"{A}/projects/team-a/user-limits/999/", None,
+     (404, 404, 404, 404)),
+    ("user-limit-detail", "patch", f"{A}/projects/team-a/user-limits/999/", {"max_gpus": 1},
+     (404, 403, 403, 404)),
+    ("user-limit-detail", "delete", f"{A}/projects/team-a/user-limits/999/", None,
+     (404, 403, 403, 404)),
     ("user-list", "get", f"{A}/users/", None, (200, 403, 403, 403)),
     ("webhook-list", "get", f"{A}/projects/team-a/webhooks/", None, (200, 403, 403, 404)),
     ("webhook-list", "post", f"{A}/projects/team-a/webhooks/", {"url": "https://hooks.example/h"},
