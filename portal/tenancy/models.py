@@ -257,6 +257,11 @@ class UserLimit(models.Model):
         who = self.user.get_username() if self.user_id else "every user"
         return f"per-user limit of {who} in {self.project}"
 
+    @property
+    def limits(self) -> list:
+        """Its values in FIELDS order (a table's cells)."""
+        return [getattr(self, field) for field in self.FIELDS]
+
 
 # --- API tokens (issue 22 item 7) -------------------------------------------------------------
 # A token is `allot_` and 40 random URL-safe characters (240 bits). Only its SHA-256 is stored:
