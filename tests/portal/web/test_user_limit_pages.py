@@ -78,3 +78,13 @@ def test_a_researcher_may_not_open_the_form_nor_post_it(member):
     assert client.get(NEW).status_code == 403
     assert client.post(NEW, {"user": "bob", "max_gpus": "99"}).status_code == 403
     assert not UserLimit.objects.exists()
+
+
+def test_the_job_form_says_why_a_submission_past_the_pending_limit_is_refused(member, nodes):
+    UserLimit.objects.create(project=member.memberships.get().project, max_pending=1)
+    client = signed_in(member)
+    form = {"project": "team-a", "name": "b-1", "gpus": "1", "pods": "1", "type": "train"}
+    assert client.post("/jobs/new/", form).status_code == 302
+    page = client.post("/jobs/new/", {**form, "name": "b-2"}).content.decode()
+    assert 'role="alert"' in page
+    assert "at most 1 may wait per user in team-a (its per-user limit max_pending)" in page
