@@ -45,11 +45,15 @@ WORDS = {
 
 
 def describe(limits: dict) -> str:
-    """'2 GPUs held, 5 pending jobs' of the limits in force; 'none' without any."""
-    words = [WORDS[field].format(_plain(value)) for field, value in limits.items()
-             if value is not None]  # fmt: skip
-    if limits.get("max_gpus") is not None and limits["max_gpus"] <= 1:
-        words[0] = words[0].replace("GPUs", "GPU")  # 1 GPU, 0.5 GPU, as the core's reasons
+    """'2 GPUs held, 1 pending job' of the limits in force; 'none' without any."""
+    words = []
+    for field, value in limits.items():
+        if value is None:
+            continue
+        text = WORDS[field].format(_plain(value))
+        if value <= 1:  # 1 GPU, 0.5 GPU (as the core's reasons), 1 running job
+            text = text.replace("GPUs", "GPU").replace("jobs", "job").replace("ions", "ion")
+        words.append(text)
     return ", ".join(words) or "none"
 
 
