@@ -15,6 +15,7 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
+from .reservations import register as register_reservations
 from .tables import gpu_hours, gpus, show
 from .usage import budgets_table, heading, usage_table
 
@@ -808,6 +809,9 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
     if budgets:
         click.echo("\nBudgets left (GPU-hours of each budget's current window):")
         show(budgets_table(budgets), out)
+
+
+register_reservations(cli, lambda: api(), out)  # `allot reservations` (issue 37)
 
 
 @cli.command()

@@ -246,6 +246,7 @@ INSTALLED_APPS = [
     "portal.cluster",
     "portal.jobs",
     "portal.budgets",
+    "portal.reservations",
     "portal.scheduling",
     "portal.web",
     "portal.notify",

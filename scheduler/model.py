@@ -335,11 +335,39 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """GPUs booked ahead for a project from `start` to `end` (Allot's R22 rules,
+    docs/reservations.md, scheduler/reservations.py): one occurrence, on the snapshot's clock.
+
+    `gpus` whole devices (an integer of at least 1), optionally `cpu_millis` and `memory_bytes`
+    in all (None: not booked; spread evenly over the GPUs), on node pool `pool` (None: every
+    pool the project may use) and, with `whole_nodes`, as whole nodes of that pool (R22.1). A
+    weekly booking reaches the core as one Reservation per week (the producer expands it,
+    `scheduler.reservations.weekly`); `name` names the booking in reasons.
+    """
+
+    name: str
+    project: str
+    gpus: int
+    start: float
+    end: float
+    pool: str | None = None
+    whole_nodes: bool = False
+    cpu_millis: int | None = None
+    memory_bytes: int | None = None
+
+    def active(self, now: float) -> bool:
+        """True inside the slot, `start <= now < end` (R22.3-R22.5)."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one cycle sees. `now` is seconds on any clock the caller likes.
 
     `usage` maps a queue (project or department) name to its normalised historical GPU usage
     (0..1 of the cluster) for time-based fair share (R2.9, E10); empty means no usage data.
+    `reservations` are the booked occurrences not yet over (R22, docs/reservations.md).
     """
 
     nodes: tuple[Node, ...]
@@ -348,6 +376,7 @@ class Snapshot:
     departments: tuple[Department, ...] = ()
     now: float = 0.0
     usage: dict[str, float] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
 
 
 DecisionKind = Literal["start", "evict", "move"]

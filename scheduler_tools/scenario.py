@@ -34,6 +34,15 @@ Allot's additions for budgets (issue 36, R20, docs/budgets.md; scheduler_tools/b
   "over": wait | preemptible, "from"?, "until"?, "thresholds"?}]`, a term on the scenario clock.
 - `expect.budget_notices` (every threshold announced so far, `["term 80%"]`) and
   `expect.budget_used` (`{"name": GPU-hours}`).
+
+Allot's additions for reservations (issue 37, R22, docs/reservations.md;
+scheduler_tools/reservations.py):
+- `reservations`: bookings made before the first step, `[{"name", "project", "gpus", "from",
+  "until", "pool"?, "whole_nodes"?, "cpu"?, "memory"?, "weeks"?}]` on the scenario clock; a step's
+  `book` tries more through the core's refusal check (R22.1).
+- a step's `cycles`: run exactly that many cycles at the step's clock (after its `at`), applying
+  each plan, before its submissions: "within one cycle" is then checkable.
+- `expect.booked` (names accepted so far) and `expect.refused` (`{"name": "text"}`).
 """
 
 from __future__ import annotations
@@ -43,11 +52,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scheduler.apply import apply_plan
 from scheduler.cycle import plan_cycle, settle
 from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot, UserLimit
 from scheduler.quantity import MIB, QuantityError, cpu_millis, format_memory, memory_bytes
 
 from .budgets import Meter, ScenarioBudget, parse_budgets
+from .reservations import Book, parse_booking
 
 TOLERANCE = 0.001
 JOB_FIELDS = {
@@ -75,6 +86,7 @@ class Scenario:
     steps: list[dict]
     smallest_gpu_memory: int = DEVICE_MEMORY  # R3.4: a GPU-memory request's accounting fraction
     budgets: tuple[ScenarioBudget, ...] = ()  # issue 36, R20 (scheduler_tools/budgets.py)
+    bookings: tuple[tuple[str, tuple], ...] = ()  # issue 37, R22 (scheduler_tools/reservations.py)
 
 
 def _quantity(value, where: str, parse, allocatable: bool = False):
@@ -160,12 +172,33 @@ def parse_scenario(data: dict) -> Scenario:
             )
             _number(job.get("expected_s"), f"{where}.expected_s", allow_none=True)
         _number(step.get("at", 0), f"steps[{i}].at")
+        cycles = step.get("cycles", 0)
+        _require(
+            isinstance(cycles, int) and not isinstance(cycles, bool) and cycles >= 0,
+            f"steps[{i}].cycles: expected a whole number >= 0, got {cycles!r}",
+        )
+        _bookings(step.get("book", []), f"steps[{i}].book", names)
         _failed_step(step.get("failed_devices", {}), f"steps[{i}].failed_devices", nodes)
     memories = [n.gpu_memory_bytes for n in nodes if n.gpus]
     budgets = parse_budgets(data.get("budgets"), names, dept_names, _fail)
+    bookings = _bookings(data.get("reservations", []), "reservations", names)
+    book = Book(nodes)
+    for i, (name, occurrences) in enumerate(bookings):
+        refused = book.add(name, occurrences)
+        _require(refused is None, f"reservations[{i}].{refused}")
     return Scenario(
         str(data.get("name", "")), nodes, projects, departments, policy, data["steps"],
-        min(memories, default=DEVICE_MEMORY), budgets,
+        min(memories, default=DEVICE_MEMORY), budgets, bookings,
+    )  # fmt: skip
+
+
+def _bookings(specs, where: str, projects: set[str]) -> tuple[tuple[str, tuple], ...]:
+    """`reservations` or a step's `book`: each booking's name and occurrences (R22.1)."""
+    _require(isinstance(specs, list), f"{where}: must be a list")
+    return tuple(
+        (spec.get("name") if isinstance(spec, dict) else None,
+         parse_booking(spec, f"{where}[{i}]", projects, _fail))
+        for i, spec in enumerate(specs)
     )  # fmt: skip
 
 
@@ -308,7 +341,11 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
         nodes=scenario.nodes, projects=scenario.projects, departments=scenario.departments
     )
     order = 0
+    names = {p.name for p in scenario.projects}
     meter = Meter(scenario.budgets)
+    book = Book(scenario.nodes)
+    for name, occurrences in scenario.bookings:
+        book.add(name, occurrences)
     plan = plan_cycle(snapshot, scenario.policy)
     for i, step in enumerate(scenario.steps):
         if "at" in step:
@@ -316,8 +353,14 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
                 result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
             meter.advance(snapshot, float(step["at"]))  # R20.1, R20.5
             snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
-        snapshot = meter.apply(snapshot)  # R20.2-R20.4
+        for name, occurrences in _bookings(step.get("book", []), f"steps[{i}].book", names):
+            book.add(name, occurrences)  # R22.1: accepted or refused with the reason
+        snapshot = book.apply(meter.apply(snapshot))  # R20.2-R20.4, R22
         decided: list = []
+        for _ in range(step.get("cycles", 0)):
+            cycle = plan_cycle(snapshot, scenario.policy)
+            decided += cycle.decisions
+            snapshot = apply_plan(snapshot, cycle)
         if step.get("failed_devices"):
             snapshot = _fail_devices(snapshot, step["failed_devices"])
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
@@ -343,6 +386,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
             result.failures += check(step["expect"], snapshot, plan, i)
             result.failures += check_resources(step["expect"], snapshot, decided, i)
             result.failures += meter.check(step["expect"], i)
+            result.failures += book.check(step["expect"], i)
     result.snapshot = snapshot
     return result
 

@@ -22,6 +22,7 @@ from portal.api.views.jobs import (
     SchedulerCycles,
 )
 from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
+from portal.api.views.reservations import ReservationDetail, ReservationList
 from portal.api.views.sharing import JobAccess, JobShare, JobShares
 from portal.api.views.sso import SSORuleDetail, SSORuleList
 from portal.api.views.tenancy import (
@@ -105,6 +106,8 @@ urlpatterns = [
     path("accounting/", Accounting.as_view(), name="accounting-report"),
     path("budgets/", BudgetList.as_view(), name="budget-list"),
     path("budgets/<int:pk>/", BudgetDetail.as_view(), name="budget-detail"),
+    path("reservations/", ReservationList.as_view(), name="reservation-list"),
+    path("reservations/<int:pk>/", ReservationDetail.as_view(), name="reservation-detail"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),

@@ -33,6 +33,7 @@ from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
 from portal.notify import dispatch
+from portal.reservations import services as reservation_services
 from portal.scheduling import (
     cycle_metrics,
     eta,
@@ -167,6 +168,7 @@ def _plan_and_commit(
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()
     commit_cycle(state, view, plan, changes, observation, simulated, notes)
     dispatch.after_commit(budget_services.announce(list(state.budgets), observation.at))  # R20.5
+    dispatch.after_commit(reservation_services.announce(observation.at))  # before a slot (R22)
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
     fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))

@@ -23,12 +23,13 @@ from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
+from portal.reservations import services as reservation_services
 from portal.scheduling import past_usage
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
 from portal.tenancy.userlimits import for_core as user_limits_for_core
-from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
+from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Reservation, Snapshot
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class CycleRows:
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
     budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
+    reservations: tuple[Reservation, ...] = ()  # the occurrences in view (R22)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -103,6 +105,7 @@ class CycleRows:
             departments=self.departments,
             now=now,
             usage=self.usage,
+            reservations=self.reservations,
         )
 
 
@@ -283,4 +286,5 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
+        reservations=reservation_services.in_view(at or timezone.now()),  # R22
     )

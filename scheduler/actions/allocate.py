@@ -13,15 +13,18 @@ from ..quantity import memory_text
 from ..resources import asked, blocked_by_resources, unplaceable
 from ..session import Session, gpus, nodes_of
 from .backfill import Backfill
+from .booking import Bookings
 
 
 def allocate(session: Session) -> None:
     """Pop pending jobs in allocation order (R4.1-R4.3); check the limit and interactive quota
     (R3.1, R3.2); place all pods or none (R6.1). A failed job is skipped for this cycle and the
     reason kept for the user — or, with backfill, reserved (B1) and later starts checked against
-    the reservation (B2, B3); an overrunning backfilled job may give way to it (B4)."""
+    the reservation (B2, B3); an overrunning backfilled job may give way to it (B4). A start on
+    booked capacity must leave room for the booking (R22.2, R22.5)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     backfill = Backfill(session) if session.policy.backfill else None
+    bookings = Bookings(session) if session.bookings else None
     while (job := queue.pop()) is not None:
         blocked = session.capacity_block(job)
         if blocked:
@@ -42,13 +45,20 @@ def allocate(session: Session) -> None:
                 queue.reorder(shortest_first)  # B6: behind the first reservation
                 backfill.reordered = True
             continue
+        held, note = bookings.check(job, placement) if bookings is not None else (None, "")
+        if held:  # R22.2, R22.5: it would take capacity a reservation needs
+            session.state.rollback(checkpoint)
+            session.held.add(job.key)
+            session.reasons[job.key] = held
+            continue
         if backfill is not None and backfill.handled(job, placement, checkpoint):
             continue
         session.record(
             "start",
             job,
             "allocate",
-            f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'} (R4.4)",
+            f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'}"
+            + (f"; {note}" if note else " (R4.4)"),
             placement,
         )
 

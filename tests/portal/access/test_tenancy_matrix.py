@@ -121,6 +121,13 @@ REST = [
     ("my-token-detail", "delete", f"{A}/auth/tokens/999999/", None, (404, 404, 404, 404)),
     ("user-token-list", "get", f"{A}/users/bob/tokens/", None, (200, 403, 403, 403)),
     ("user-token-detail", "delete", f"{A}/users/bob/tokens/999999/", None, (404, 403, 403, 403)),
+    ("reservation-list", "get", f"{A}/reservations/", None, (200, 200, 200, 200)),
+    ("reservation-list", "post", f"{A}/reservations/", {"name": "r", "project": "team-a",
+     "gpus": 2, "start": "2099-01-05T10:00:00Z", "end": "2099-01-05T12:00:00Z"},
+     (201, 403, 403, 404)),  # the outsider: team-a is as missing, 404 naming the field
+    ("reservation-detail", "get", f"{A}/reservations/999/", None, (404, 404, 404, 404)),
+    ("reservation-detail", "patch", f"{A}/reservations/999/", {"gpus": 1}, (404, 404, 404, 404)),
+    ("reservation-detail", "delete", f"{A}/reservations/999/", None, (404, 404, 404, 404)),
 ]  # fmt: skip
 
 # (route name, method, path, form, statuses for admin, researcher, viewer, outsider)
@@ -134,6 +141,7 @@ PAGES = [
     ("me", "get", "/me/", None, (200, 200, 200, 200)),
     ("my-workspaces", "get", "/me/workspaces/", None, (200, 200, 200, 200)),
     ("budgets", "get", "/budgets/", None, (200, 200, 200, 200)),
+    ("reservations", "get", "/reservations/", None, (200, 200, 200, 200)),
     ("budget-new", "get", "/budgets/new/", None, (200, 403, 403, 403)),
     ("budget-new", "post", "/budgets/new/", {"name": "b", "project": "team-a", "gpu_hours": "9",
      "window": "month", "kind": "soft", "over": "wait"}, (302, 403, 403, 403)),
