@@ -18,7 +18,7 @@ from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job, JobRun, SessionGrant
 from portal.jobs.redaction import redactor
 from portal.jobs.services import project_health
-from portal.tenancy.models import ApiToken, Membership, Project, Role
+from portal.tenancy.models import ApiToken, Membership, Project, Role, UserLimit
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
 MANAGE_ROLES = (Role.ADMIN,)
@@ -115,6 +115,23 @@ def can_submit(user, project: Project) -> bool:
 
 def can_manage_members(user, project: Project) -> bool:
     """Cluster admins and the project's admins add and remove members."""
+    return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
+
+
+def user_limits_for(user, project: Project) -> QuerySet[UserLimit]:
+    """The per-user limits of `project` that `user` may read (issue 36): every one for its
+    admins and cluster admins; for its other members the project default and their own
+    override (a teammate's override is a 404, as another's budget). The project itself is
+    reached through `get_project_for` first, so an outsider has a 404 before this."""
+    limits = UserLimit.objects.filter(project=project).select_related("user")
+    if can_manage_user_limits(user, project):
+        return limits
+    return limits.filter(Q(user__isnull=True) | Q(user_id=user.pk))
+
+
+def can_manage_user_limits(user, project: Project) -> bool:
+    """Cluster admins and the project's admins set, change and remove its per-user limits (the
+    people inside a project are its admins' to arbitrate; the quota stays the cluster's)."""
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
 
 

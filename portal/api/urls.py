@@ -42,6 +42,7 @@ from portal.api.views.tokens import (
     UserTokenDetail,
     UserTokenList,
 )
+from portal.api.views.userlimits import UserLimitDetail, UserLimitList
 from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 
 urlpatterns = [
@@ -58,6 +59,12 @@ urlpatterns = [
         "projects/<str:name>/members/<str:username>/",
         MemberDetail.as_view(),
         name="member-detail",
+    ),
+    path("projects/<str:name>/user-limits/", UserLimitList.as_view(), name="user-limit-list"),
+    path(
+        "projects/<str:name>/user-limits/<int:pk>/",
+        UserLimitDetail.as_view(),
+        name="user-limit-detail",
     ),
     path("users/", UserList.as_view(), name="user-list"),
     path("users/<str:username>/", UserDetail.as_view(), name="user-detail"),

@@ -29,6 +29,7 @@ from portal.scheduling import past_usage
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
+from portal.tenancy.userlimits import for_core as user_limits_for_core
 from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Reservation, Snapshot
 
 
@@ -202,13 +203,15 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     """Every project (of a known department, if any) as the scheduler sees it; its row facts.
 
     A project's own minimum run times (R7.4) go to the scheduler as they are: None inherits,
-    and the scheduler resolves it through the department to the cluster default."""
+    and the scheduler resolves it through the department to the cluster default; its per-user
+    limits (R21.1-R21.3) as its default and overrides, for the core to enforce."""
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
         *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
+    user_limits = user_limits_for_core()
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
@@ -219,7 +222,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_bytes=memory_limit)
+                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()))
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos

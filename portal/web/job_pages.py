@@ -99,7 +99,10 @@ def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict, Prev
         project = fields.pop("project")
         job = services.submit_job(request.user, project, **fields)
     except APIException as exc:
-        return None, field_errors(exc), None
+        errors = field_errors(exc)
+        if "pending" in errors:  # a queue cap (issue 32 item 8, 36) names no field of the form
+            errors.setdefault("form", []).extend(errors.pop("pending"))
+        return None, errors, None
     for warning in serializer.context.get("warnings", {}).get((project.name, job.name), []):
         messages.warning(request, f"{job.name}: {warning}.")
     return job, {}, None

@@ -14,6 +14,7 @@ from portal.web import (
     session_steps,
     sessions,
     sso,
+    user_limit_pages,
     user_pages,
     views,
     workspace_pages,
@@ -57,6 +58,21 @@ urlpatterns = [
         "projects/<str:name>/members/<str:username>/remove/",
         admin_pages.member_remove,
         name="member-remove",
+    ),
+    path(
+        "projects/<str:name>/user-limits/new/",
+        user_limit_pages.user_limit_form,
+        name="user-limit-new",
+    ),
+    path(
+        "projects/<str:name>/user-limits/<int:pk>/",
+        user_limit_pages.user_limit_form,
+        name="user-limit-edit",
+    ),
+    path(
+        "projects/<str:name>/user-limits/<int:pk>/delete/",
+        user_limit_pages.user_limit_delete,
+        name="user-limit-delete",
     ),
     path("projects/<str:name>/webhooks/", admin_pages.webhook_add, name="webhook-add"),
     path(
