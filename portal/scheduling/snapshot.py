@@ -67,6 +67,7 @@ class ProjectRowInfo:
     id: int
     fair_share: float
     health: HealthPolicy = field(default_factory=HealthPolicy)
+    user_fair_shares: dict[str, float] = field(default_factory=dict)  # R21.4, as stored
 
     @property
     def interactive_time_limit_s(self) -> int | None:
@@ -208,23 +209,26 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
-        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
+        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes", "user_fair_share",
+        "user_weights", "user_fair_shares",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
     user_limits = user_limits_for_core()
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
-        reclaim, preempt, cpu_limit, memory_limit = policies[2 * count :]
+        reclaim, preempt, cpu_limit, memory_limit, by_user, weights, users = policies[2 * count :]
         if department is not None and department not in departments:
             continue
         projects.append(
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()))
+                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()),
+                    user_fair_share=by_user,
+                    user_weights=tuple(sorted((u, float(w)) for u, w in (weights or {}).items())))
         )  # fmt: skip
-        infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
+        infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited), users or {})
     return tuple(projects), infos
 
 
