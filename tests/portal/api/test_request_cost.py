@@ -47,3 +47,15 @@ def test_showing_jobs_builds_no_serializer_fields(team_a, member, monkeypatch):
     assert JobSerializer(jobs, many=True).data[0]["name"] == "one"
     assert JobSerializer(jobs[0]).data["name"] == "one"
     assert built == []  # DRF would deep-copy some forty fields for each serializer
+
+
+def test_a_submission_reads_no_node_and_no_other_project(api, member, team_a, team_b, nodes):
+    with CaptureQueriesContext(connection) as queries:
+        answer = api(member).post("/api/v1/jobs/", {"project": "team-a", "name": "one", "gpus": 1},
+                                  format="json")  # fmt: skip
+    assert answer.status_code == 201, answer.content
+    sql = [query["sql"] for query in queries.captured_queries]
+    # the largest node and the totals are one aggregate; whether the job can ever start reads
+    # its project and department, not the cluster's every node and project
+    assert [q for q in sql if 'FROM "cluster_node"' in q and "MAX(" not in q] == []
+    assert not [q for q in sql if 'FROM "tenancy_project"' in q and "WHERE" not in q]
