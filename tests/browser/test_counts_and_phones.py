@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from portal.cluster.models import Node
 from portal.jobs import services
 from portal.jobs.models import Job
-from tests.browser.conftest import USER_MODE, sign_in
+from tests.browser.conftest import USER_MODE, sign_in, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 SERVER_ENV = USER_MODE
@@ -59,7 +59,15 @@ def test_a_cordoned_node_is_not_green_and_rule_codes_link_to_their_meaning(
     cordoned = page.locator('#nodes article[data-node="dgx1-2"] header span').last
     expect(cordoned).to_have_text("cordoned")
     colour = "el => getComputedStyle(el).color"
-    assert ready.evaluate(colour) != cordoned.evaluate(colour)
+
+    def colours() -> tuple[str, str] | None:
+        # asked again until both are drawn: the live grid replaces its cards, and a card read as
+        # it is replaced is detached, with no computed style
+        pair = ready.evaluate(colour), cordoned.evaluate(colour)
+        return pair if all(pair) else None
+
+    ready_colour, cordoned_colour = wait_for(colours)
+    assert ready_colour != cordoned_colour
     page.screenshot(path=artifacts / "overview-cordoned.png", full_page=True)
 
     link = page.locator("#pending a.rule").first
