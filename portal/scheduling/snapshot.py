@@ -9,6 +9,7 @@ and, with fair share over time on, each project's and department's usage (`past_
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -183,11 +184,14 @@ def _seconds(value) -> float | None:
     return None if value is None else float(value)
 
 
-def load_departments() -> tuple[Department, ...]:
-    """Every department with its own minimum run times (R7.4; None: the cluster default) and
-    its CPU and memory limits (issue 26; None: none); its id is the creation order of R2.10's
-    tie-breaks."""
-    rows = DepartmentRow.objects.order_by("id").values_list(
+def load_departments(ids: Collection[int] | None = None) -> tuple[Department, ...]:
+    """Every department (or those of `ids`) with its own minimum run times (R7.4; None: the
+    cluster default) and its CPU and memory limits (issue 26; None: none); its id is the
+    creation order of R2.10's tie-breaks."""
+    rows = DepartmentRow.objects.order_by("id")
+    if ids is not None:
+        rows = rows.filter(id__in=ids)
+    rows = rows.values_list(
         "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS,
         "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
@@ -200,13 +204,19 @@ def load_departments() -> tuple[Department, ...]:
     )  # fmt: skip
 
 
-def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
-    """Every project (of a known department, if any) as the scheduler sees it; its row facts.
+def load_projects(
+    departments: set[str], names: Collection[str] | None = None
+) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
+    """Every project (or those named in `names`; of a known department, if any) as the
+    scheduler sees it; its row facts.
 
     A project's own minimum run times (R7.4) go to the scheduler as they are: None inherits,
     and the scheduler resolves it through the department to the cluster default; its per-user
     limits (R21.1-R21.3) as its default and overrides, for the core to enforce."""
-    rows = ProjectRow.objects.order_by("id").values_list(
+    rows = ProjectRow.objects.order_by("id")
+    if names is not None:
+        rows = rows.filter(name__in=names)
+    rows = rows.values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
         *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes", "user_fair_share",
