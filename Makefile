@@ -47,7 +47,7 @@ run: $(STAMP)
 # PostgreSQL and Redis are started first when they are installed but down (scripts/services.sh).
 test: $(STAMP)
 	@bash scripts/services.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

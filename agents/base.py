@@ -153,6 +153,7 @@ class JobStatus:
     utilization: float | None = None
     simulated: bool = False
     message: str = ""
+    gpu_memory_used_bytes: int | None = None  # on its devices, as measured (None: not)
     activity: str | None = None  # changes whenever the job writes output or makes progress
     restarts: int = 0  # container restarts of its pods (crash loops, out of memory)
     started_at: datetime | None = None  # the run this describes (its spec's); None: unknown
@@ -174,6 +175,7 @@ class NodeStatus:
     name: str
     ready: bool = True
     device_utilization: dict[int, float] = field(default_factory=dict)
+    device_memory_used_bytes: dict[int, int] = field(default_factory=dict)  # measured only
     simulated: bool = False
     gpus: int | None = None  # what the cluster says the node has (None: not reported)
     gpu_product: str = ""
@@ -188,6 +190,9 @@ class NodeStatus:
     outside_gpus: int = 0
     outside_cpu_millis: int = 0
     outside_memory_bytes: int = 0
+    # The node's labels (issue 38): its pool's topology levels name those that group nodes
+    # into racks and blocks (R23.1). None: not reported, which leaves what is recorded.
+    labels: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +219,19 @@ class Observation:
     problem: str = ""
     synced: bool = True
     workloads: tuple[Workload, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentCounts:
+    """What the agent's calls to its cluster cost since it was last asked (`take_counts`).
+
+    `api_errors`: calls that failed, by (verb, resource, code), code being the HTTP status or
+    "none" when no answer came; `backoffs`: waits begun, by scope ("agent": all calls wait,
+    "job": one job's, "watch": the pod watch's); `backoff_s`: the seconds of those waits."""
+
+    api_errors: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    backoffs: dict[str, int] = field(default_factory=dict)
+    backoff_s: dict[str, float] = field(default_factory=dict)
 
 
 class NoShell(RuntimeError):
@@ -340,6 +358,11 @@ class Agent(Protocol):
 
     def urls(self, job: JobSpec) -> list[dict]:
         """Where the job's ports answer: ``[{"port", "url", ...}]`` (empty without ports)."""
+        ...
+
+    def take_counts(self) -> AgentCounts:
+        """The failed calls and back-offs since the last call (then counted from zero again),
+        for the portal's metrics; an agent that calls no API (the simulated one) has none."""
         ...
 
     def open_shell(self, job: JobSpec) -> Shell:

@@ -30,7 +30,17 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import NoReturn
 
-from .base import JobKey, JobSpec, JobStatus, NodeStatus, NoShell, Observation, Phase, PodStatus
+from .base import (
+    AgentCounts,
+    JobKey,
+    JobSpec,
+    JobStatus,
+    NodeStatus,
+    NoShell,
+    Observation,
+    Phase,
+    PodStatus,
+)
 from .processes import LocalProcesses
 from .sessions import JUPYTER_PORT, LocalSessions, SessionNotStarted, session_path
 
@@ -178,6 +188,10 @@ class SimulatedAgent:
             }
             for port in job.ports
         ]
+
+    def take_counts(self) -> AgentCounts:
+        """None: the simulated cluster has no API whose calls could fail."""
+        return AgentCounts()
 
     def open_shell(self, job: JobSpec) -> NoReturn:
         """Always NoShell: the simulated cluster has no containers to open a shell in."""

@@ -3,7 +3,16 @@
 A lab of its own (`scripts/k8s-lab start --nodes 500`: etcd, kube-apiserver,
 kube-controller-manager and KWOK, 500 fake nodes of 8 GPUs), and the stack of `stack.py`
 (gunicorn with uvicorn workers, a Celery worker and beat, PostgreSQL, Redis) with
-ALLOT_AGENT=kubernetes and KUBECONFIG pointing at the lab. Then, through the REST API:
+ALLOT_AGENT=kubernetes and KUBECONFIG pointing at the lab.
+
+0. **floor** (unless `--no-floor`), before Allot's stack starts: the stock kube-scheduler of the
+   lab's pinned Kubernetes (`scripts/k8s-lab kube-scheduler on`, its default settings) places the
+   fill's 4,000 jobs as plain 1-GPU pods created straight on the API server by the same number
+   of client threads; timed like the fill. The pods are then deleted and the scheduler stopped.
+   Issue 39's goals are ratios to it (`fill_vs_floor`), since absolute times on these machines
+   move with the load.
+
+Then, through the REST API:
 
 1. **fill**: 100 projects of quota 40, 4,000 single-GPU jobs, one POST each from client threads
    (KAI's test creates one pod each; `--bulk N` sends sweeps of N through `jobs/bulk/`). Timed
@@ -29,9 +38,10 @@ kube-controller-manager, KWOK and this client, and the worker's cycles (per-stag
 `GET /api/v1/scheduler/cycles/`); before the fill, each part's CPU per second while idle (500
 nodes' heartbeats, beat's cycles, the watches: the baseline inside those figures). The last line
 is one JSON object with `running`, `end_to_end_s`, `reclaim_s`, `cpu_s` (the fill's split),
-`reclaim_cpu_s`, `idle_cpu_s_per_s` and the cycle figures.
-Goals (issue 25): fill < 60 s on this 2-core machine (KAI 6 min 38 s on its own test, Slurm
-196 s here), reclaim < 90 s (KAI 11 min 34 s).
+`reclaim_cpu_s`, `idle_cpu_s_per_s`, the cycle figures, `floor` and the ratios `fill_vs_floor`
+and `reclaim_vs_fill`.
+Goals (issue 39): single-POST fill at most 1.0x the floor, bulk fill 0.6x, reclaim 1.5x the fill
+of the same run and under 90 s on a quiet machine (KAI published 6 min 38 s and 11 min 34 s).
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ from agents.kubernetes.names import namespace_for
 
 LAB = ROOT / "scripts" / "k8s-lab"
 LAB_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
+FLOOR = "allot-bench/floor"  # on the floor's pods, which the stock kube-scheduler places
 DATABASE = "allot_bench_k8s"
 REDIS_URL = "redis://127.0.0.1:6379/10"  # a database of its own: the benchmark flushes it
 PORT = 18010  # not bench-portal's, so both may run
@@ -108,6 +119,8 @@ class PodCounter:
     def _state(self, pod: dict) -> tuple[str, bool, bool] | None:
         """(project, Running, external) of one of the two kinds of pods, else None."""
         labels = pod["metadata"].get("labels") or {}
+        if FLOOR in labels:  # the floor's: counted under their namespace's name
+            return pod["metadata"].get("namespace", ""), _running(pod), True
         if labels.get(MANAGED[0]) == MANAGED[1]:
             return labels.get("allot.io/project", ""), _running(pod), False
         if EXTERNAL in labels:
@@ -277,6 +290,143 @@ def split_external(jobs: list[dict], share: float) -> tuple[list[dict], list[dic
         crosses = int((k + 1) * share + offset) > int(k * share + offset)
         (external if crosses else portal).append(job)
     return portal, external
+
+
+class FloorPods:
+    """The floor (issue 39): the same jobs as plain pods created straight on the API server by
+    the same number of client threads, for the stock kube-scheduler (`schedulerName` left to its
+    default), in namespaces `floor-NNN` of their own; what KAI's scale test compares with."""
+
+    def __init__(self, kubeconfig: Path, threads: int):
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+        configuration.connection_pool_maxsize = threads
+        self.core, self.threads = client.CoreV1Api(client.ApiClient(configuration)), threads
+
+    def namespaces(self, names: list[str]) -> None:
+        """Made, each with its default service account (a pod is refused before it exists)."""
+        from kubernetes.client.rest import ApiException
+
+        for name in names:
+            try:
+                self.core.create_namespace({"metadata": {"name": name}}, _preload_content=False)
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+
+        def accounts() -> bool:
+            found = self.core.list_service_account_for_all_namespaces(
+                field_selector="metadata.name=default", _preload_content=False
+            )
+            have = {item["metadata"]["namespace"] for item in json.loads(found.data)["items"]}
+            return set(names) <= have
+
+        if wait_until(accounts, 120) is None:
+            raise SystemExit("the floor's namespaces never got their service accounts")
+
+    def submit(self, pods: list[tuple[str, str]]) -> float:
+        """Create the (namespace, name) pods, one request each from the client threads; the
+        seconds it took."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def create(pod: tuple[str, str]) -> None:
+            self.core.create_namespaced_pod(pod[0], floor_pod(pod[1]), _preload_content=False)
+
+        start = time.monotonic()
+        with ThreadPoolExecutor(self.threads) as pool:
+            list(pool.map(create, pods))
+        return time.monotonic() - start
+
+    def remove(self, names: list[str]) -> None:
+        """Every floor pod deleted at once (no grace: KWOK's nodes run nothing), then the
+        namespaces."""
+        for name in names:
+            self.core.delete_collection_namespaced_pod(
+                name, grace_period_seconds=0, _preload_content=False
+            )
+            self.core.delete_namespace(name, _preload_content=False)
+
+
+def floor_pod(name: str) -> dict:
+    gpus = {"nvidia.com/gpu": "1"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {FLOOR: "true"}},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.example/allot/bench:1",  # KWOK pulls nothing
+                    "resources": {"requests": gpus, "limits": gpus},
+                }
+            ],
+        },
+    }
+
+
+def lab_cpu_seconds(lab_dir: Path) -> dict:
+    """CPU seconds so far of the lab's processes, the stock scheduler and this client."""
+    import psutil
+
+    parts = {}
+    for name in (*LAB_PROCESSES, "kube-scheduler"):
+        try:
+            times = psutil.Process(int((lab_dir / "run" / f"{name}.pid").read_text())).cpu_times()
+            parts[name] = times.user + times.system
+        except (OSError, ValueError, psutil.NoSuchProcess):
+            parts[name] = 0.0
+    own = psutil.Process().cpu_times()
+    parts["bench_client"] = own.user + own.system
+    return parts
+
+
+def floor_part(lab_dir: Path, counter: PodCounter, args) -> dict:
+    """The stock kube-scheduler places the fill's jobs as plain pods on the same lab, before
+    Allot's stack runs (its agent would otherwise count them as GPUs used outside Allot); timed
+    from the first create until the API server reports them all Running. Then the pods go, the
+    lab's nodes are empty again, and the scheduler stops."""
+    names = [f"floor-{i:03d}" for i in range(args.projects)]
+    pods = [(names[i % args.projects], f"job-{i:05d}") for i in range(args.jobs)]
+    client = FloorPods(lab_dir / "admin.kubeconfig", args.threads)
+    lab("kube-scheduler", "on", "--dir", str(lab_dir))
+    try:
+        client.namespaces(names)
+        before = lab_cpu_seconds(lab_dir)
+        start = time.monotonic()
+        submitted = client.submit(pods)
+        print(f"floor: created {len(pods)} pods in {submitted:.1f} s")
+        seen = {"state": counter.count("floor-"), "at": time.monotonic()}
+
+        def done() -> bool:
+            state = counter.count("floor-")
+            if state != seen["state"]:
+                seen.update(state=state, at=time.monotonic())
+            return state[1] >= len(pods) or time.monotonic() - seen["at"] > args.stall_s
+
+        wait_until(done, args.timeout)
+        end = time.monotonic()
+        after = lab_cpu_seconds(lab_dir)
+        running = counter.count("floor-")[1]
+    finally:
+        client.remove(names)
+        if wait_until(lambda: counter.count("floor-")[0] == 0, 300) is None:
+            print(f"floor: {counter.count('floor-')[0]} pods still there after 300 s")
+        lab("kube-scheduler", "off", "--dir", str(lab_dir))
+    cpu = {part: round(after[part] - before[part], 1) for part in after}
+    print(f"floor: {running}/{len(pods)} pods Running after {end - start:.1f} s "
+          f"(the stock kube-scheduler); CPU seconds {cpu}")  # fmt: skip
+    return {
+        "scheduler": "kube-scheduler (stock settings, the lab's pinned Kubernetes)",
+        "done": running >= len(pods),
+        "running": running,
+        "submit_s": round(submitted, 2),
+        "elapsed_s": round(end - start, 2),
+        "cpu_s": cpu,
+    }
 
 
 class CycleLog:
@@ -459,6 +609,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(schedulerName allot) instead of through the portal")  # fmt: skip
     parser.add_argument("--stall-s", type=float, default=240,
                         help="a part fails when its pods have not changed so long")  # fmt: skip
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the stock kube-scheduler's run of the jobs first")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.external <= 1:
         parser.error("--external: a share from 0 to 1")
@@ -475,9 +627,12 @@ def main(argv: list[str] | None = None) -> int:
     names += [f"owner-{i:03d}" for i in range(args.projects // 2)]  # the reclaim's
     projects_of = {namespace_for(name): name for name in names}
     external = ExternalJobs(kubeconfig, args.threads) if args.external else None
+    floor = None
     try:
-        token = stack.start()
         counter = PodCounter(kubeconfig, projects_of).start()
+        if not args.no_floor:
+            floor = floor_part(lab_dir, counter, args)
+        token = stack.start()
         cycles = CycleLog(stack.base, token)
 
         def nodes_seen() -> bool:  # the worker's cycles read the inventory into node rows
@@ -542,10 +697,19 @@ def main(argv: list[str] | None = None) -> int:
         "reclaim_submit_s": reclaim["submit_s"] if reclaim else None,
         "reclaim_cpu_s": reclaim["cpu_s"] if reclaim else None,
         "reclaim_cycles": reclaim["cycles"] if reclaim else None,
+        "floor": floor,
+        # the goals of issue 39 are these ratios, measured in one sitting
+        "fill_vs_floor": ratio(fill["elapsed_s"], floor["elapsed_s"]) if floor else None,
+        "reclaim_vs_fill": ratio(reclaim["elapsed_s"], fill["elapsed_s"]) if reclaim else None,
     }  # fmt: skip
     print(json.dumps(summary))
     ok = running == args.jobs and (args.no_reclaim or bool(reclaim and reclaim["done"]))
+    ok = ok and (args.no_floor or bool(floor and floor["done"]))
     return 0 if ok else 1
+
+
+def ratio(allot_s: float, other_s: float) -> float | None:
+    return round(allot_s / other_s, 2) if other_s else None
 
 
 def reclaim_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,

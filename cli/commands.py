@@ -15,6 +15,7 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
+from .reservations import register as register_reservations
 from .tables import gpu_hours, gpus, show
 from .usage import budgets_table, heading, usage_table
 
@@ -271,6 +272,14 @@ class Duration(click.ParamType):
 @click.option("--memory-limit", default=None, help="memory limit per pod, e.g. 32Gi")
 @click.option("--pods", type=int, default=1, show_default=True, help="pods started together")
 @click.option(
+    "--topology-required", default=None, metavar="LEVEL",
+    help="run every pod inside one domain of this topology level, e.g. rack, or wait",
+)  # fmt: skip
+@click.option(
+    "--topology-preferred", default=None, metavar="LEVEL",
+    help="pack the pods into one domain of this level if they fit, else the next wider one",
+)  # fmt: skip
+@click.option(
     "--interactive", is_flag=True, help="an interactive (build) job: in quota, never preempted"
 )
 @click.option("--command", "command", multiple=True, help="the command (repeat for words)")
@@ -295,8 +304,9 @@ class Duration(click.ParamType):
               help="seconds --wait waits at most")  # fmt: skip
 @click.argument("words", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND [ARG]...]")
 def submit(name, from_file, project, image, gpus, gpu_memory, cpu, memory, cpu_limit,
-           memory_limit, pods, interactive, command, args, environment, ports, service_type, pvc,
-           priority, estimate, wait, timeout, words):  # fmt: skip
+           memory_limit, pods, topology_required, topology_preferred, interactive, command, args,
+           environment, ports, service_type, pvc, priority, estimate, wait, timeout,
+           words):  # fmt: skip
     """Submit job NAME (Pending until the scheduler starts it), or every job of --from FILE.
 
     Words after `--` are the job's command, each kept whole (`allot submit ddp --pods 2 --
@@ -330,6 +340,9 @@ def submit(name, from_file, project, image, gpus, gpu_memory, cpu, memory, cpu_l
     body |= {field: value for field, value in resources.items() if value is not None}
     if estimate is not None:
         body["estimate_s"] = estimate
+    topology = {"required": topology_required, "preferred": topology_preferred}
+    if any(topology.values()):  # issue 38 (R23.2, R23.3); the API names a level no pool has
+        body["topology"] = {kind: level for kind, level in topology.items() if level}
     client = api()
     job = client.call("POST", "jobs/", json=body)
     click.echo(f"The job '{job['name']}' has been submitted successfully ({job['status']}).")
@@ -510,6 +523,10 @@ def get(name, project, as_json):
                f"allocated {gpus(job['allocated_gpus'])}")  # fmt: skip
     click.echo(f"NODE(S): {', '.join(job['nodes']) or '-'}\nIMAGE: {job['image'] or '-'}")
     click.echo(f"PER POD: {resources_of(job)}")
+    if job.get("topology") or job.get("domain"):  # issue 38 (R23)
+        asked = (job.get("topology") or {}).items()
+        wanted = ", ".join(f"{kind} {level}" for kind, level in asked)
+        click.echo(f"TOPOLOGY: {wanted or '-'}; landed in {job.get('domain') or '-'}")
     if job["status"] == "Pending":
         click.echo(
             f"WAITING {job['wait_s']:g} s BECAUSE: {job['pending_reason'] or 'not yet scheduled'}"
@@ -808,6 +825,9 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
     if budgets:
         click.echo("\nBudgets left (GPU-hours of each budget's current window):")
         show(budgets_table(budgets), out)
+
+
+register_reservations(cli, lambda: api(), out)  # `allot reservations` (issue 37)
 
 
 @cli.command()

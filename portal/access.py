@@ -18,7 +18,7 @@ from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job, JobRun, SessionGrant
 from portal.jobs.redaction import redactor
 from portal.jobs.services import project_health
-from portal.tenancy.models import ApiToken, Membership, Project, Role
+from portal.tenancy.models import ApiToken, Membership, Project, Role, UserLimit
 
 SUBMIT_ROLES = (Role.ADMIN, Role.RESEARCHER)
 MANAGE_ROLES = (Role.ADMIN,)
@@ -115,6 +115,23 @@ def can_submit(user, project: Project) -> bool:
 
 def can_manage_members(user, project: Project) -> bool:
     """Cluster admins and the project's admins add and remove members."""
+    return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
+
+
+def user_limits_for(user, project: Project) -> QuerySet[UserLimit]:
+    """The per-user limits of `project` that `user` may read (issue 36): every one for its
+    admins and cluster admins; for its other members the project default and their own
+    override (a teammate's override is a 404, as another's budget). The project itself is
+    reached through `get_project_for` first, so an outsider has a 404 before this."""
+    limits = UserLimit.objects.filter(project=project).select_related("user")
+    if can_manage_user_limits(user, project):
+        return limits
+    return limits.filter(Q(user__isnull=True) | Q(user_id=user.pk))
+
+
+def can_manage_user_limits(user, project: Project) -> bool:
+    """Cluster admins and the project's admins set, change and remove its per-user limits (the
+    people inside a project are its admins' to arbitrate; the quota stays the cluster's)."""
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
 
 
@@ -265,3 +282,60 @@ def why_not_change_account(user, person) -> str | None:
     if person.pk == user.pk:
         return "Your own account: another cluster admin changes it, so nobody locks themselves out."
     return None
+
+
+# ------------------------------------------------------------------ reservations (issue 37, R22)
+BOOKING_MAX_HOURS = 24
+BOOKING_MAX_DAYS_AHEAD = 14
+
+
+def reservation_filter(user) -> Q:
+    """Which reservations `user` may read, as a filter on
+    `portal.reservations.models.Reservation`: every one for a cluster admin, else their
+    projects' (another team's booking is as private as its jobs)."""
+    if is_cluster_admin(user):
+        return Q()
+    if not (user and user.is_authenticated):
+        return Q(pk__in=[])
+    return Q(project__in=projects_for(user).values("id"))
+
+
+def booking_refusal(user, project: Project, gpus: int, start, end, weekly: bool, now):
+    """Why `user` may not book this for `project`, as (field, reason), or None (R22.1).
+
+    Cluster admins book anything. A project's admins book for that project within a policy:
+    no more GPUs than its quota (the booking fixes *when* the project gets what it is already
+    owed), slots of at most `BOOKING_MAX_HOURS` hours starting within
+    `BOOKING_MAX_DAYS_AHEAD` days, and never weekly (a standing slot is the cluster's call).
+    Anyone else may not book."""
+    if is_cluster_admin(user):
+        return None
+    if role_in(user, project) not in MANAGE_ROLES:
+        return ("project", f"only cluster admins and admins of {project.name} may book for it")
+    if gpus > project.quota:
+        return ("gpus", f"a project admin may book at most {project.name}'s quota of "
+                        f"{project.quota:g} GPUs; ask a cluster admin for more")  # fmt: skip
+    if weekly:
+        return ("weekly", "only cluster admins may book a weekly slot")
+    if (end - start).total_seconds() > BOOKING_MAX_HOURS * 3600:
+        return ("end", f"a project admin may book at most {BOOKING_MAX_HOURS} hours at a time")
+    if (start - now).total_seconds() > BOOKING_MAX_DAYS_AHEAD * 86400:
+        return ("start", f"a project admin may book at most {BOOKING_MAX_DAYS_AHEAD} days ahead")
+    return None
+
+
+def may_change_booking(user, project: Project) -> bool:
+    """Cluster admins and the project's admins change or cancel its bookings (a change is then
+    checked against `booking_refusal` like a new booking)."""
+    return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
+
+
+def booking_label(user) -> Callable:
+    """How a refusal names another booking to `user`: its name if they may see it, else
+    "another project's booking" (names of other teams' work do not leak)."""
+    if is_cluster_admin(user):
+        return lambda booking: booking.name
+    mine = set(projects_for(user).values_list("id", flat=True))
+    return lambda booking: (
+        booking.name if booking.project_id in mine else "another project's booking"
+    )

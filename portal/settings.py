@@ -246,6 +246,7 @@ INSTALLED_APPS = [
     "portal.cluster",
     "portal.jobs",
     "portal.budgets",
+    "portal.reservations",
     "portal.scheduling",
     "portal.web",
     "portal.notify",
@@ -341,7 +342,15 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # Process memory; LocMemCache culls a third of its entries at MAX_ENTRIES (300 by default),
+    # fewer than the metrics' running totals of a few dozen projects (portal.scheduling.
+    # cycle_metrics): culled counters would fall back to zero. Its entries are small.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None

@@ -16,6 +16,7 @@ from .model import (
     PodPlacement,
     Policy,
     Project,
+    Reservation,
     Snapshot,
     UserLimit,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "PodPlacement",
     "Policy",
     "Project",
+    "Reservation",
     "Snapshot",
     "UserLimit",
     "apply_plan",

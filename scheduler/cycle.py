@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .actions.allocate import allocate
 from .actions.backfill import keep_reservation_reasons
+from .actions.booking import serve_reservations
 from .actions.budget import explain_over_budget, reclaim_over_budget
 from .actions.consolidation import consolidate
 from .actions.failed import release_stranded, settle_stranded, take_off_failed_devices
@@ -28,10 +29,17 @@ def plan_cycle(snapshot: Snapshot, policy: Policy | None = None) -> Plan:
 
     Budgets (R20, scheduler/budgets.py): a job held by a spent budget is never placed; a job past
     a budget that lets it run as preemptible work starts only in allocate, and within-budget jobs
-    take its GPUs back before reclaim (R20.4)."""
+    take its GPUs back before reclaim (R20.4).
+
+    Reservations (R22, scheduler/actions/booking.py): inside a slot the project's jobs start on
+    the reserved pool first, taking it back from whatever holds it (R22.3, R22.5) and keeping
+    it from other actions (R22.4); allocate starts nothing on reserved capacity that would
+    still hold it at a slot's start (R22.2)."""
     policy = policy or Policy()
     session = Session(snapshot, policy)
     stranded = take_off_failed_devices(session)  # F1
+    if session.bookings:
+        serve_reservations(session)  # R22.3-R22.5
     allocate(session)
     explain_over_budget(session)
     spent = over_budget_keys(session.jobs)  # R20.3: idle capacity only

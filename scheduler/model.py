@@ -54,6 +54,10 @@ class Node:
     place hold here (other schedulers, DaemonSets, static pods; issue 33): those devices take
     nothing and, as failed ones, leave the cluster total (R2.6: "minus resources of pods run by
     other schedulers"); that CPU and memory are not free. Nothing is evicted for them.
+
+    `labels` are the node's Kubernetes labels as (key, value) pairs; the topology levels of its
+    pool (`Snapshot.topology`) name which of them group nodes into domains (R23.1,
+    docs/topology.md). Other labels are carried and ignored.
     """
 
     name: str
@@ -68,6 +72,14 @@ class Node:
     outside_devices: tuple[int, ...] = ()
     outside_cpu_millis: int = 0
     outside_memory_bytes: int = 0
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def label(self, key: str) -> str | None:
+        """The value of label `key`, or None when the node does not carry it."""
+        for name, value in self.labels:
+            if name == key:
+                return value
+        return None
 
     @property
     def healthy_gpus(self) -> int:
@@ -196,6 +208,11 @@ class Job:
     `budget_hold` to the reason when a hard budget of the job's scope that says "wait" is spent
     (R20.2: the job waits with it), and `over_budget` to the reason when a spent hard budget
     lets its jobs run as preemptible over-quota work (R20.3, R20.4). None: within budget.
+
+    Topology (R23, docs/topology.md): `topology_required` names a level of its pools' topology
+    (a node label key, or its short name after the last "/") inside one domain of which every
+    pod must run, or the job waits (R23.2); `topology_preferred` names the level it is packed
+    into when it can be, falling back one level up at a time (R23.3). None: anywhere (R5).
     """
 
     project: str
@@ -220,6 +237,8 @@ class Job:
     gpu_memory_bytes: int | None = None
     budget_hold: str | None = None
     over_budget: str | None = None
+    topology_required: str | None = None
+    topology_preferred: str | None = None
 
     # The derived values below are read millions of times per simulated day; a job is
     # immutable, so each is computed once (cached_property stores it beside the fields, which
@@ -335,11 +354,42 @@ class Policy:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """GPUs booked ahead for a project from `start` to `end` (Allot's R22 rules,
+    docs/reservations.md, scheduler/reservations.py): one occurrence, on the snapshot's clock.
+
+    `gpus` whole devices (an integer of at least 1), optionally `cpu_millis` and `memory_bytes`
+    in all (None: not booked; spread evenly over the GPUs), on node pool `pool` (None: every
+    pool the project may use) and, with `whole_nodes`, as whole nodes of that pool (R22.1). A
+    weekly booking reaches the core as one Reservation per week (the producer expands it,
+    `scheduler.reservations.weekly`); `name` names the booking in reasons.
+    """
+
+    name: str
+    project: str
+    gpus: int
+    start: float
+    end: float
+    pool: str | None = None
+    whole_nodes: bool = False
+    cpu_millis: int | None = None
+    memory_bytes: int | None = None
+
+    def active(self, now: float) -> bool:
+        """True inside the slot, `start <= now < end` (R22.3-R22.5)."""
+        return self.start <= now < self.end
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """Everything one cycle sees. `now` is seconds on any clock the caller likes.
 
     `usage` maps a queue (project or department) name to its normalised historical GPU usage
     (0..1 of the cluster) for time-based fair share (R2.9, E10); empty means no usage data.
+    `topology` maps a node pool to its topology levels, node label keys from the widest domain
+    to the narrowest (e.g. block, rack, kubernetes.io/hostname; R23.1); a pool not listed has
+    none (a job requiring a level waits, R23.4; a preference there places it anywhere).
+    `reservations` are the booked occurrences not yet over (R22, docs/reservations.md).
     """
 
     nodes: tuple[Node, ...]
@@ -348,6 +398,8 @@ class Snapshot:
     departments: tuple[Department, ...] = ()
     now: float = 0.0
     usage: dict[str, float] = field(default_factory=dict)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
 
 
 DecisionKind = Literal["start", "evict", "move"]

@@ -18,21 +18,33 @@ resource-type score of 10, Allot extends it to every node by its free GPUs). Amo
 equal free GPUs the fullest in CPU or memory wins (KAI's nodeplacement ``cpu: binpack``): the
 node's *fill* is the smallest fraction of its CPU or memory (those the pod asks for and the node
 tracks) left free after the pod; spread takes the largest instead.
+
+A job with a topology constraint (R23, scheduler/topology.py) is placed inside one domain: the
+candidate node sets are tried narrowest tier first, tightest domain first, and inside a set the
+order above applies. Every action places through :func:`place_job`, so allocate, reclaim,
+preempt and consolidation all keep a required job inside one domain.
 """
 
 from __future__ import annotations
 
+from . import topology
 from .model import Job, PodPlacement, Policy
 from .state import FULL, ClusterState, NodeState
 
 
-def place_job(state: ClusterState, job: Job, policy: Policy) -> tuple[PodPlacement, ...] | None:
+def place_job(
+    state: ClusterState, job: Job, policy: Policy, allowed: set[str] | None = None
+) -> tuple[PodPlacement, ...] | None:
     """Place every pod of `job` (journaled) and return the placement, or None with nothing
-    changed when some pod does not fit (gangs are all or nothing, R6.1)."""
+    changed when some pod does not fit (gangs are all or nothing, R6.1). `allowed` limits the
+    nodes; a job with a topology constraint goes to the first domain of
+    :func:`topology.candidates` that takes the whole gang (R23.2, R23.3)."""
+    if allowed is None and topology.constrained(job):
+        return _place_in_domain(state, job, policy)
     checkpoint = state.checkpoint()
     pods: list[PodPlacement] = []
     for _ in range(job.pods):
-        pod = best_pod_placement(state, job, policy)
+        pod = best_pod_placement(state, job, policy, allowed)
         if pod is None:
             state.rollback(checkpoint)
             return None
@@ -45,6 +57,19 @@ def place_job(state: ClusterState, job: Job, policy: Policy) -> tuple[PodPlaceme
     return placement
 
 
+def _place_in_domain(
+    state: ClusterState, job: Job, policy: Policy
+) -> tuple[PodPlacement, ...] | None:
+    """R23.2, R23.3: the first candidate node set that takes the whole gang (a preference's last
+    tier is its whole pools, so it falls back to anywhere; a requirement has no such tier)."""
+    for tier in topology.candidates(state, job):
+        for _domain, nodes in tier:
+            placement = place_job(state, job, policy, set(nodes))
+            if placement is not None:
+                return placement
+    return None
+
+
 def _occupy(state: ClusterState, job: Job, pod: PodPlacement) -> None:
     node = state.nodes[pod.node]
     milli = node.device_milli(job)
@@ -53,9 +78,12 @@ def _occupy(state: ClusterState, job: Job, pod: PodPlacement) -> None:
     state._set_resources(node, job, +1)
 
 
-def best_pod_placement(state: ClusterState, job: Job, policy: Policy) -> PodPlacement | None:
-    """The first node in R5.1 order that can hold one more pod of `job`, with its devices."""
-    node = best_node(state, job, policy)
+def best_pod_placement(
+    state: ClusterState, job: Job, policy: Policy, allowed: set[str] | None = None
+) -> PodPlacement | None:
+    """The first node in R5.1 order (among `allowed`, when given) that can hold one more pod of
+    `job`, with its devices."""
+    node = best_node(state, job, policy, allowed)
     if node is None:
         return None
     return PodPlacement(node.name, choose_devices(node, job, policy), _share(node, job))
@@ -121,8 +149,14 @@ def _node_key(node: NodeState, job: Job, policy: Policy) -> tuple:
     return (not sharing, not available, node.whole_free, fill(node, job), node.name)
 
 
-def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None:
-    """The best fitting node for one more pod of `job`, found through the pool indexes."""
+def best_node(
+    state: ClusterState, job: Job, policy: Policy, allowed: set[str] | None = None
+) -> NodeState | None:
+    """The best fitting node for one more pod of `job`, found through the pool indexes; with
+    `allowed` (a topology domain, R23), the best of those nodes."""
+    if allowed is not None:
+        members = [state.nodes[n] for index in pools_for(state, job) for n in index.members]
+        return _best_of([node for node in members if node.name in allowed], job, policy)
     candidates: list[NodeState] = []
     # Requests beyond whole GPUs may not fit the first node of a bucket (CPU, memory, a device
     # too small for GPU memory): then every node of the lowest bucket with a fitting node is a
@@ -147,6 +181,11 @@ def best_node(state: ClusterState, job: Job, policy: Policy) -> NodeState | None
             if fitting:
                 candidates.extend(fitting)
                 break
+    return _best_of(candidates, job, policy)
+
+
+def _best_of(candidates: list[NodeState], job: Job, policy: Policy) -> NodeState | None:
+    """The fitting node of `candidates` first in R5.1 order."""
     best = None
     best_key = None
     for node in candidates:

@@ -13,6 +13,7 @@ from .placement import gpus_fit, pools_for
 from .quantity import cores_text, memory_text
 from .session import Session, gpus
 from .state import FULL, NodeState
+from .topology import never_fits
 
 
 def _number(millis: int) -> str:
@@ -53,12 +54,15 @@ def unplaceable(session: Session, job: Job) -> str | None:
     whose pods do not all fit the emptied cluster (R6.1). No eviction or move can help such a
     job, so reclaim, preempt and consolidation do not try, and allocate's reason for it stays
     (`Session.hard_blocked`). Cordoned and not-ready nodes, and failed devices, are out: they
-    take no pods this cycle. Computed once per job shape and cycle."""
+    take no pods this cycle. A required topology level none of its pools has, or whose every
+    domain is too small even empty, is such a reason too (R23.4). Computed once per job shape
+    and cycle."""
     pools = session.queue(job).node_pools
     shape = (pools, job.gpus, job.pods, job.cpu_millis, job.memory_bytes, job.gpu_memory_bytes)
+    shape += (job.topology_required,)
     cache = session.never_fits
     if shape not in cache:
-        cache[shape] = _unplaceable(session, job, pools)
+        cache[shape] = _unplaceable(session, job, pools) or never_fits(session.state, job)
     return cache[shape]
 
 

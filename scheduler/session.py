@@ -16,6 +16,7 @@ from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, 
 from .ordering import ActionVictims
 from .quantity import cores_text, memory_text
 from .queues import QueueState, build_queues, compute_fair_shares
+from .reservations import check_bookings
 from .state import ClusterState
 from .userlimits import user_limit_block
 
@@ -54,7 +55,7 @@ class Session:
         # R3.4: a GPU-memory request's fraction for the limit check uses the largest device.
         self.largest_gpu_memory = max((n.gpu_memory_bytes for n in snapshot.nodes), default=0)
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
-        self.state = ClusterState(snapshot.nodes, self.queues, jobs)
+        self.state = ClusterState(snapshot.nodes, self.queues, jobs, snapshot.topology)
         self.nodes = {n.name: n for n in snapshot.nodes}
         # Projects with per-user limits (R21.1-R21.3); the others are never counted per user.
         self.user_limited = {p.name: p for p in snapshot.projects if p.user_limits}
@@ -72,6 +73,9 @@ class Session:
         self.held: set[JobKey] = set()  # fit now but would delay a reservation (B3)
         self.behind: set[JobKey] = set()  # not started, after a reservation on their pools (B3)
         self.withheld: set[JobKey] = set()  # pending jobs the current action may not take up
+        # Reservations (R22, scheduler/actions/booking.py); both empty without them.
+        self.bookings = check_bookings(snapshot.reservations)
+        self.booked: set[JobKey] = set()  # on reserved capacity: no other action's victims (R22.4)
 
     # ------------------------------------------------------------------ what actions look at
     def pending(self) -> list[Job]:
@@ -94,9 +98,10 @@ class Session:
         return job.key not in self.touched and self.state.is_running(job.key)
 
     def victims(self) -> ActionVictims:
-        """Running preemptible jobs grouped for one action's victim searches (R8.1)."""
+        """Running preemptible jobs grouped for one action's victim searches (R8.1), less the
+        jobs a reservation keeps in its slot (R22.4)."""
         return ActionVictims(
-            self.running_untouched(),
+            [j for j in self.running_untouched() if j.key not in self.booked],  # R22.4
             self.queues,
             self.total,
             self.alive,

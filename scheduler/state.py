@@ -137,8 +137,20 @@ class PoolIndex:
 class ClusterState:
     """Nodes, queues and job placements of one cycle, changed only through journaled steps."""
 
-    def __init__(self, nodes: Iterable[Node], queues: dict[str, QueueState], jobs: Iterable[Job]):
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        queues: dict[str, QueueState],
+        jobs: Iterable[Job],
+        topology: dict[str, tuple[str, ...]] | None = None,
+    ):
+        nodes = tuple(nodes)
         self.nodes: dict[str, NodeState] = {n.name: NodeState(n) for n in nodes}
+        # Topology (R23.1): levels per pool and each node's labels; domains are cached by
+        # scheduler/topology.py (they never change within a cycle).
+        self.topology = topology or {}
+        self.labels: dict[str, dict[str, str]] = {n.name: dict(n.labels) for n in nodes}
+        self.domain_cache: dict[tuple, list] = {}
         self.queues = queues
         self.jobs: dict[JobKey, Job] = {}
         self.placement: dict[JobKey, tuple[PodPlacement, ...]] = {}

@@ -34,6 +34,24 @@ Allot's additions for budgets (issue 36, R20, docs/budgets.md; scheduler_tools/b
   "over": wait | preemptible, "from"?, "until"?, "thresholds"?}]`, a term on the scenario clock.
 - `expect.budget_notices` (every threshold announced so far, `["term 80%"]`) and
   `expect.budget_used` (`{"name": GPU-hours}`).
+
+Allot's additions for topology (issue 38, R23, docs/topology.md):
+- `nodes[].labels`: `{"example.com/rack": "r1"}`, the node's labels (strings).
+- `topology`: `{"pool": ["example.com/block", "example.com/rack"]}`, each pool's levels, widest
+  first (`Snapshot.topology`).
+- `submit[].topology`: `{"required": "rack"}` and/or `{"preferred": "block"}`, a level by its
+  label key or short name; it must name a level of some pool.
+- `expect.domains`: `{"project/name": {"rack": ["r1"]}}`, the distinct values of that label (key
+  or short name) over the running job's nodes, sorted.
+
+Allot's additions for reservations (issue 37, R22, docs/reservations.md;
+scheduler_tools/reservations.py):
+- `reservations`: bookings made before the first step, `[{"name", "project", "gpus", "from",
+  "until", "pool"?, "whole_nodes"?, "cpu"?, "memory"?, "weeks"?}]` on the scenario clock; a step's
+  `book` tries more through the core's refusal check (R22.1).
+- a step's `cycles`: run exactly that many cycles at the step's clock (after its `at`), applying
+  each plan, before its submissions: "within one cycle" is then checkable.
+- `expect.booked` (names accepted so far) and `expect.refused` (`{"name": "text"}`).
 """
 
 from __future__ import annotations
@@ -43,16 +61,18 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scheduler.apply import apply_plan
 from scheduler.cycle import plan_cycle, settle
 from scheduler.model import Department, Job, Node, Plan, Policy, Project, Snapshot, UserLimit
 from scheduler.quantity import MIB, QuantityError, cpu_millis, format_memory, memory_bytes
 
 from .budgets import Meter, ScenarioBudget, parse_budgets
+from .reservations import Book, parse_booking
 
 TOLERANCE = 0.001
 JOB_FIELDS = {
     "name", "project", "gpus", "type", "pods", "priority", "user", "image", "expected_s",
-    "cpu", "memory", "gpu_memory",
+    "cpu", "memory", "gpu_memory", "topology",
 }  # fmt: skip
 
 
@@ -75,6 +95,8 @@ class Scenario:
     steps: list[dict]
     smallest_gpu_memory: int = DEVICE_MEMORY  # R3.4: a GPU-memory request's accounting fraction
     budgets: tuple[ScenarioBudget, ...] = ()  # issue 36, R20 (scheduler_tools/budgets.py)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # issue 38, R23.1
+    bookings: tuple[tuple[str, tuple], ...] = ()  # issue 37, R22 (scheduler_tools/reservations.py)
 
 
 def _quantity(value, where: str, parse, allocatable: bool = False):
@@ -138,6 +160,7 @@ def parse_scenario(data: dict) -> Scenario:
     dept_names = {d.name for d in departments}
     projects = tuple(_project(p, i, dept_names) for i, p in enumerate(data["projects"]))
     policy = _policy(data.get("policy") or {})
+    topology = _topology(data.get("topology", {}), {n.pool for n in nodes})
     names = {p.name for p in projects}
     for i, step in enumerate(data["steps"]):
         _require(isinstance(step, dict), f"steps[{i}] must be an object")
@@ -159,14 +182,63 @@ def parse_scenario(data: dict) -> Scenario:
                 f"{where}.type: must be train or interactive",
             )
             _number(job.get("expected_s"), f"{where}.expected_s", allow_none=True)
+            _job_topology(job.get("topology", {}), f"{where}.topology", topology)
         _number(step.get("at", 0), f"steps[{i}].at")
+        cycles = step.get("cycles", 0)
+        _require(
+            isinstance(cycles, int) and not isinstance(cycles, bool) and cycles >= 0,
+            f"steps[{i}].cycles: expected a whole number >= 0, got {cycles!r}",
+        )
+        _bookings(step.get("book", []), f"steps[{i}].book", names)
         _failed_step(step.get("failed_devices", {}), f"steps[{i}].failed_devices", nodes)
     memories = [n.gpu_memory_bytes for n in nodes if n.gpus]
     budgets = parse_budgets(data.get("budgets"), names, dept_names, _fail)
+    bookings = _bookings(data.get("reservations", []), "reservations", names)
+    book = Book(nodes)
+    for i, (name, occurrences) in enumerate(bookings):
+        refused = book.add(name, occurrences)
+        _require(refused is None, f"reservations[{i}].{refused}")
     return Scenario(
         str(data.get("name", "")), nodes, projects, departments, policy, data["steps"],
-        min(memories, default=DEVICE_MEMORY), budgets,
+        min(memories, default=DEVICE_MEMORY), budgets, topology, bookings,
     )  # fmt: skip
+
+
+def _bookings(specs, where: str, projects: set[str]) -> tuple[tuple[str, tuple], ...]:
+    """`reservations` or a step's `book`: each booking's name and occurrences (R22.1)."""
+    _require(isinstance(specs, list), f"{where}: must be a list")
+    return tuple(
+        (spec.get("name") if isinstance(spec, dict) else None,
+         parse_booking(spec, f"{where}[{i}]", projects, _fail))
+        for i, spec in enumerate(specs)
+    )  # fmt: skip
+
+
+def _topology(value, pools: set[str]) -> dict[str, tuple[str, ...]]:
+    """`topology`: each pool's levels, label keys widest first (R23.1)."""
+    _require(isinstance(value, dict), "topology: must be an object of pool: [label keys]")
+    levels = {}
+    for pool, keys in value.items():
+        where = f"topology.{pool}"
+        _require(pool in pools, f"{where}: no node is in pool {pool!r}")
+        _require(
+            isinstance(keys, list) and keys and all(isinstance(k, str) and k for k in keys),
+            f"{where}: must be a non-empty list of label keys",
+        )
+        _require(len(set(keys)) == len(keys), f"{where}: a level is listed twice")
+        levels[pool] = tuple(keys)
+    return levels
+
+
+def _job_topology(value, where: str, topology: dict[str, tuple[str, ...]]) -> None:
+    """`submit[].topology`: {"required": level} and/or {"preferred": level} (R23.2, R23.3)."""
+    _require(isinstance(value, dict), f"{where}: must be an object with required or preferred")
+    unknown = set(value) - {"required", "preferred"}
+    _require(not unknown, f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+    known = {name for keys in topology.values() for k in keys for name in (k, k.split("/")[-1])}
+    for kind, level in value.items():
+        _require(isinstance(level, str) and level, f"{where}.{kind}: must be a level name")
+        _require(level in known, f"{where}.{kind}: {level!r} is not a level of any pool")
 
 
 def _fail(message: str) -> None:
@@ -207,7 +279,16 @@ def _node(n, i: int) -> Node:
         cpu_millis=_quantity(n.get("cpu"), f"{where}.cpu", cpu_millis, True),
         memory_bytes=_quantity(n.get("memory"), f"{where}.memory", memory_bytes, True),
         failed_devices=_devices(n.get("failed_devices", []), f"{where}.failed_devices", int(gpus)),
+        labels=_labels(n.get("labels", {}), f"{where}.labels"),
     )
+
+
+def _labels(value, where: str) -> tuple[tuple[str, str], ...]:
+    """`nodes[].labels`: string keys and values (R23.1)."""
+    _require(isinstance(value, dict), f"{where}: must be an object of label: value")
+    for key, text in value.items():
+        _require(isinstance(text, str), f"{where}.{key}: must be a string, got {text!r}")
+    return tuple(sorted(value.items()))
 
 
 def _queue_fields(p, where: str) -> dict:
@@ -298,6 +379,8 @@ def _job(spec: dict, order: int, smallest_gpu_memory: int = DEVICE_MEMORY) -> Jo
         user=str(spec.get("user", "")),
         image=str(spec.get("image", "")),
         expected_s=None if spec.get("expected_s") is None else float(spec["expected_s"]),
+        topology_required=(spec.get("topology") or {}).get("required"),
+        topology_preferred=(spec.get("topology") or {}).get("preferred"),
     )
 
 
@@ -305,10 +388,17 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
     """Run every step; check every expectation after the cluster settles."""
     result = ReplayResult()
     snapshot = Snapshot(
-        nodes=scenario.nodes, projects=scenario.projects, departments=scenario.departments
+        nodes=scenario.nodes,
+        projects=scenario.projects,
+        departments=scenario.departments,
+        topology=scenario.topology,
     )
     order = 0
+    names = {p.name for p in scenario.projects}
     meter = Meter(scenario.budgets)
+    book = Book(scenario.nodes)
+    for name, occurrences in scenario.bookings:
+        book.add(name, occurrences)
     plan = plan_cycle(snapshot, scenario.policy)
     for i, step in enumerate(scenario.steps):
         if "at" in step:
@@ -316,8 +406,14 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
                 result.failures.append(f"step {i}: the clock may not go back to {step['at']}")
             meter.advance(snapshot, float(step["at"]))  # R20.1, R20.5
             snapshot = dataclasses.replace(snapshot, now=float(step["at"]))
-        snapshot = meter.apply(snapshot)  # R20.2-R20.4
+        for name, occurrences in _bookings(step.get("book", []), f"steps[{i}].book", names):
+            book.add(name, occurrences)  # R22.1: accepted or refused with the reason
+        snapshot = book.apply(meter.apply(snapshot))  # R20.2-R20.4, R22
         decided: list = []
+        for _ in range(step.get("cycles", 0)):
+            cycle = plan_cycle(snapshot, scenario.policy)
+            decided += cycle.decisions
+            snapshot = apply_plan(snapshot, cycle)
         if step.get("failed_devices"):
             snapshot = _fail_devices(snapshot, step["failed_devices"])
             snapshot, plans = _settle(snapshot, scenario.policy, result, i, verbose)
@@ -343,6 +439,7 @@ def replay(scenario: Scenario, verbose: bool = False) -> ReplayResult:
             result.failures += check(step["expect"], snapshot, plan, i)
             result.failures += check_resources(step["expect"], snapshot, decided, i)
             result.failures += meter.check(step["expect"], i)
+            result.failures += book.check(step["expect"], i)
     result.snapshot = snapshot
     return result
 
@@ -380,10 +477,34 @@ def check_resources(expect: dict, snapshot: Snapshot, decided: list, step: int) 
         got = sorted(d for p in job.placement for d in p.devices) if job else None
         if got != sorted(want):
             failures.append(f"step {step}: {key} holds devices {got}, want {sorted(want)}")
+    failures += _check_domains(expect, snapshot, step)
     for key, text in expect.get("decision_contains", {}).items():
         reasons = [d.reason for d in decided if f"{d.job[0]}/{d.job[1]}" == key]
         if not any(text in r for r in reasons):
             failures.append(f"step {step}: decisions about {key} were {reasons}, want {text!r}")
+    return failures
+
+
+def _check_domains(expect: dict, snapshot: Snapshot, step: int) -> list[str]:
+    """`expect.domains` (R23): the values of a label over a running job's nodes."""
+    jobs = {f"{j.project}/{j.name}": j for j in snapshot.jobs}
+    nodes = {n.name: dict(n.labels) for n in snapshot.nodes}
+    failures = []
+    for key, wanted in expect.get("domains", {}).items():
+        job = jobs.get(key)
+        for level, values in wanted.items():
+            got = None
+            if job is not None and job.running:
+                got = sorted(
+                    {
+                        value
+                        for pod in job.placement
+                        for name, value in nodes.get(pod.node, {}).items()
+                        if level in (name, name.split("/")[-1])
+                    }
+                )
+            if got != sorted(values):
+                failures.append(f"step {step}: {key} runs in {level} {got}, want {sorted(values)}")
     return failures
 
 

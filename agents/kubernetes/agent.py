@@ -47,12 +47,13 @@ from datetime import UTC, datetime
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from agents.base import JobKey, JobSpec, JobStatus, NodeStatus, Observation
+from agents.base import AgentCounts, JobKey, JobSpec, JobStatus, NodeStatus, Observation
 from agents.kubernetes import addresses, adopt, dcgm, external, faults, manifests, pods, sweep
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
 from agents.kubernetes.sessions import KubernetesSessions
 from agents.kubernetes.shell import ExecShell, open_shell
 from agents.kubernetes.status import complete, job_status
+from agents.kubernetes.telemetry import Tally
 from agents.kubernetes.watch import PodWatcher
 
 logger = logging.getLogger(__name__)
@@ -80,13 +81,15 @@ class KubernetesAgent:
     def __init__(self, config: KubernetesConfig, clock: Callable[[], datetime] = utc_now,
                  monotonic: Callable[[], float] = time.monotonic):  # fmt: skip
         self.config = config
-        self.api = api_client(config)
+        self.tally = Tally()  # failed API calls and back-offs, for the portal's metrics
+        self.api = api_client(config, self.tally)
         self.sessions = KubernetesSessions(
             config.session_secret, self.api, config.workspace_size, config.workspace_storage_class
         )
         self.clock = clock
         self.monotonic = monotonic
-        self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s)
+        self.watcher = PodWatcher(self.api, config.watch_timeout_s, config.max_backoff_s,
+                                  self.tally)  # fmt: skip
         self._lock = threading.RLock()
         self._specs: dict[JobKey, JobSpec] = {}  # every job this agent was told to run
         self._unstarted: dict[JobKey, JobSpec] = {}  # starts still to do (or to retry)
@@ -95,7 +98,9 @@ class KubernetesAgent:
         self._stopping: dict[JobKey, JobSpec | None] = {}  # what each owed stop deletes
         self._refused: dict[JobKey, str] = {}  # starts (or moves) the API rejected for good
         self._stop_refused: dict[JobKey, float] = {}  # when a stop was rejected for good
-        self._retries = faults.Backoff(monotonic, config.max_backoff_s)  # per job
+        self._retries = faults.Backoff(  # per job
+            monotonic, config.max_backoff_s, lambda wait_s: self.tally.backed_off("job", wait_s)
+        )
         self._started_at: dict[JobKey, float] = {}
         self._last: dict[JobKey, JobStatus] = {}
         self._nodes: tuple[NodeStatus, ...] = ()
@@ -126,10 +131,12 @@ class KubernetesAgent:
         fails after the wait doubles it."""
         with self._lock:
             now = self.monotonic()
+            wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
             if now >= self._retry_at:
                 self._failures += 1
-                self._retry_at = now + min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
-            wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
+                wait = min(2.0 ** (self._failures - 1), self.config.max_backoff_s)
+                self._retry_at = now + wait
+                self.tally.backed_off("agent", wait)
         what = "failing" if isinstance(exc, ApiException) else "unreachable"
         message = faults.describe(exc)
         self.problem = f"Kubernetes API server {what}: {message}; retrying in {wait:g} s"
@@ -238,7 +245,11 @@ class KubernetesAgent:
         usage = self._utilization()
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(_namespace(job), names))
+            status = replace(
+                status,
+                utilization=usage.job(_namespace(job), names),
+                gpu_memory_used_bytes=usage.job_memory(_namespace(job), names),
+            )
         return status
 
     def explain(self, waiting: Mapping[str, str]) -> None:
@@ -313,6 +324,10 @@ class KubernetesAgent:
         if not name:
             raise ApiException(status=404, reason=f"job {job.project}/{job.name} has no pod yet")
         return open_shell(self.api, job, where=(job.external.namespace, name, container))
+
+    def take_counts(self) -> AgentCounts:
+        """The failed API calls and back-offs since the last call (`telemetry`)."""
+        return self.tally.take()
 
     def close(self) -> None:
         """Stop watching (and the threads that carry jobs out)."""
@@ -690,7 +705,12 @@ class KubernetesAgent:
             status = replace(status, phase="Failed", message=message)
         if usage is not None:
             names = [pod["metadata"]["name"] for pod in found]
-            status = replace(status, utilization=usage.job(manifests.namespace_for(key[0]), names))
+            namespace = manifests.namespace_for(key[0])
+            status = replace(
+                status,
+                utilization=usage.job(namespace, names),
+                gpu_memory_used_bytes=usage.job_memory(namespace, names),
+            )
         return status
 
     def _unseen(self, key: JobKey) -> JobStatus:
@@ -730,7 +750,8 @@ class KubernetesAgent:
         except (OSError, ValueError) as exc:
             logger.warning("DCGM exporter at %s: %s", self.config.dcgm_url, exc)
             return None
-        self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}))
+        self._nodes = tuple(replace(node, device_utilization=usage.devices.get(node.name, {}),
+                                    device_memory_used_bytes=usage.device_memory.get(node.name, {}))
                             for node in self._nodes)  # fmt: skip
         return usage
 

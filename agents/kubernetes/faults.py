@@ -58,6 +58,11 @@ def api_message(exc: ApiException) -> str:
     return str(_status_body(exc).get("message") or "")
 
 
+def api_reason(exc: ApiException) -> str:
+    """The `reason` of the API's Status body ("AlreadyExists", "NotFound"; "" without one)."""
+    return str(_status_body(exc).get("reason") or "")
+
+
 def namespace_not_ready(exc: Exception) -> bool:
     """True when the failure says the namespace is still being set up (or torn down)."""
     if not isinstance(exc, ApiException):
@@ -119,11 +124,14 @@ class _Deferral:
 
 class Backoff:
     """Per-key back-off: `defer` after a failure, `due` says when to try again, `clear` after a
-    success. A key's first wait is `first_s`, doubling on each failure up to `max_s`."""
+    success. A key's first wait is `first_s`, doubling on each failure up to `max_s`; each wait
+    set is also told to `waited` (the agent's metrics count them)."""
 
-    def __init__(self, monotonic: Callable[[], float], max_s: float):
+    def __init__(self, monotonic: Callable[[], float], max_s: float,
+                 waited: Callable[[float], None] = lambda wait_s: None):  # fmt: skip
         self.monotonic = monotonic
         self.max_s = max_s
+        self.waited = waited
         self._deferred: dict[object, _Deferral] = {}
 
     def due(self, key: object) -> bool:
@@ -137,6 +145,7 @@ class Backoff:
         tries = old.tries + 1 if old else 1
         wait = min(first_s * 2.0 ** (tries - 1), self.max_s)
         self._deferred[key] = _Deferral(tries, now + wait, old.since if old else now, message)
+        self.waited(wait)
         return wait
 
     def failing_for(self, key: object) -> float:

@@ -26,6 +26,7 @@ from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 from agents.base import NodeStatus
+from agents.kubernetes.telemetry import CountingApiClient, Tally
 
 GPU = "nvidia.com/gpu"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -68,9 +69,9 @@ class KubernetesConfig:
     concurrency: int = 16  # how many jobs are started (stopped) at once, each on a connection
 
 
-def api_client(config: KubernetesConfig) -> client.ApiClient:
+def api_client(config: KubernetesConfig, tally: Tally | None = None) -> client.ApiClient:
     """An ApiClient for `config.host` (with its credentials), the in-cluster account, or the
-    kubeconfig context."""
+    kubeconfig context; with `tally`, one that counts its failed calls there."""
     if config.host:
         configuration = host_configuration(config)
     else:
@@ -84,7 +85,11 @@ def api_client(config: KubernetesConfig) -> client.ApiClient:
     # One pooled connection for each job carried out at once (the watch has its own).
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize,
                                                 config.concurrency + 2)  # fmt: skip
-    return client.ApiClient(configuration)
+    return (
+        client.ApiClient(configuration)
+        if tally is None
+        else CountingApiClient(configuration, tally)
+    )
 
 
 def host_configuration(config: KubernetesConfig) -> client.Configuration:
@@ -147,6 +152,7 @@ def node_status(node: client.V1Node, config: KubernetesConfig) -> NodeStatus | N
         cpu_millis=_amount(allocatable.get("cpu"), 1000),
         memory_bytes=_amount(allocatable.get("memory"), 1),
         failed_devices=tuple(range(0 if gpu_trouble else healthy, gpus)),
+        labels=tuple(sorted(labels.items())),
     )
 
 

@@ -33,6 +33,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from agents.kubernetes import manifests
+from agents.kubernetes.telemetry import Tally
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +44,10 @@ GONE = 410
 class PodWatcher:
     """A thread-fed cache of Allot's pods; `snapshot()` reads it."""
 
-    def __init__(self, api: client.ApiClient, timeout_s: int = 30, max_backoff_s: float = 30.0):
+    def __init__(self, api: client.ApiClient, timeout_s: int = 30, max_backoff_s: float = 30.0,
+                 tally: Tally | None = None):  # fmt: skip
         self.core = client.CoreV1Api(api)
+        self.tally = tally or Tally()  # the back-offs, for the portal's metrics
         self.timeout_s = timeout_s
         self.max_backoff_s = max_backoff_s
         self.pods: dict[tuple[str, str], dict] = {}
@@ -101,8 +104,10 @@ class PodWatcher:
                     logger.info("pod watch expired (410 Gone): relisting")
                     continue
                 self._failed(f"the API server answered {exc.status} {exc.reason}".strip())
+                self.tally.backed_off("watch", backoff)
             except Exception as exc:
                 self._failed(f"cannot reach the API server: {type(exc).__name__}")
+                self.tally.backed_off("watch", backoff)
             self._wake.wait(backoff)
             self._wake.clear()
             backoff = min(backoff * 2, self.max_backoff_s)

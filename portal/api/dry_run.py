@@ -87,6 +87,8 @@ def preview(user, fields: dict) -> Preview:
         user=user.get_username(), image=fields.get("image", ""),
         cpu_millis=fields.get("cpu_millis") or 0, memory_bytes=fields.get("memory_bytes") or 0,
         gpu_memory_bytes=fields.get("gpu_memory_bytes"),
+        topology_required=(fields.get("topology") or {}).get("required"),
+        topology_preferred=(fields.get("topology") or {}).get("preferred"),
     )  # fmt: skip
     if project.name not in {queue.name for queue in view.projects}:
         return Preview(False, (), "its project is new: the next cycle sees it")

@@ -5,7 +5,7 @@ from django.urls import path
 from portal.api.views.accounting import Accounting
 from portal.api.views.audit import AuditList
 from portal.api.views.budgets import BudgetDetail, BudgetList
-from portal.api.views.cluster import NodeDetail, NodeList
+from portal.api.views.cluster import NodeDetail, NodeList, PoolTopologyDetail, PoolTopologyList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
     JobBulk,
@@ -22,6 +22,7 @@ from portal.api.views.jobs import (
     SchedulerCycles,
 )
 from portal.api.views.notify import DeliveryList, MyPreference, WebhookDetail, WebhookList
+from portal.api.views.reservations import ReservationDetail, ReservationList
 from portal.api.views.sharing import JobAccess, JobShare, JobShares
 from portal.api.views.sso import SSORuleDetail, SSORuleList
 from portal.api.views.tenancy import (
@@ -41,11 +42,14 @@ from portal.api.views.tokens import (
     UserTokenDetail,
     UserTokenList,
 )
+from portal.api.views.userlimits import UserLimitDetail, UserLimitList
 from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 
 urlpatterns = [
     path("nodes/", NodeList.as_view(), name="node-list"),
     path("nodes/<str:name>/", NodeDetail.as_view(), name="node-detail"),
+    path("topology/", PoolTopologyList.as_view(), name="topology-list"),
+    path("topology/<str:pool>/", PoolTopologyDetail.as_view(), name="topology-detail"),
     path("departments/", DepartmentList.as_view(), name="department-list"),
     path("departments/<str:name>/", DepartmentDetail.as_view(), name="department-detail"),
     path("projects/", ProjectList.as_view(), name="project-list"),
@@ -55,6 +59,12 @@ urlpatterns = [
         "projects/<str:name>/members/<str:username>/",
         MemberDetail.as_view(),
         name="member-detail",
+    ),
+    path("projects/<str:name>/user-limits/", UserLimitList.as_view(), name="user-limit-list"),
+    path(
+        "projects/<str:name>/user-limits/<int:pk>/",
+        UserLimitDetail.as_view(),
+        name="user-limit-detail",
     ),
     path("users/", UserList.as_view(), name="user-list"),
     path("users/<str:username>/", UserDetail.as_view(), name="user-detail"),
@@ -98,6 +108,8 @@ urlpatterns = [
     path("accounting/", Accounting.as_view(), name="accounting-report"),
     path("budgets/", BudgetList.as_view(), name="budget-list"),
     path("budgets/<int:pk>/", BudgetDetail.as_view(), name="budget-detail"),
+    path("reservations/", ReservationList.as_view(), name="reservation-list"),
+    path("reservations/<int:pk>/", ReservationDetail.as_view(), name="reservation-detail"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),

@@ -33,7 +33,8 @@ ACTIONS = (
     "node.created", "node.changed", "node.deleted", "webhook.created", "webhook.changed",
     "webhook.deleted", "setting.changed", "user.deleted", "sso_rule.created", "sso_rule.deleted",
     "department.created", "department.quota_changed", "department.limits_changed",
-    "department.deleted",
+    "department.deleted", "topology.changed", "topology.deleted",
+    "user_limit.created", "user_limit.changed", "user_limit.deleted",
 )  # fmt: skip
 FILTERS = ("actor", "action", "target", "target_type", "since", "until", "address")
 CSV_COLUMNS = ["time", "actor", "address", "action", "target_type", "target_id", "target",

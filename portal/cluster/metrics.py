@@ -1,4 +1,4 @@
-"""The agent's latest utilization figures, kept in the cache between cycles.
+"""The agent's latest utilization and GPU memory figures, kept in the cache between cycles.
 
 Utilization changes every few seconds and is derived data, so it is not written to job or node
 rows: the cycle stores what its observation saw (`store_observation`), and the overview reads it
@@ -31,10 +31,17 @@ class Metrics:
     devices: dict[str, dict[int, float]] = field(default_factory=dict)  # node -> index -> util
     ready: dict[str, bool] = field(default_factory=dict)  # node -> ready, when the agent says
     problem: str = ""  # why the agent could not see the cluster ("" when it could)
+    # GPU memory in use, in bytes, where the agent measures it (the DCGM exporter's FB_USED)
+    job_memory: dict[str, int] = field(default_factory=dict)  # "project/name" -> bytes
+    device_memory: dict[str, dict[int, int]] = field(default_factory=dict)  # node -> index -> B
 
     def job(self, project: str, name: str) -> float | None:
         """The job's utilization, None when the agent reported none."""
         return self.jobs.get(f"{project}/{name}")
+
+    def job_memory_used(self, project: str, name: str) -> int | None:
+        """Bytes of GPU memory in use on the job's devices, None when the agent reported none."""
+        return self.job_memory.get(f"{project}/{name}")
 
 
 def store_observation(observation: Observation) -> None:
@@ -51,6 +58,14 @@ def store_observation(observation: Observation) -> None:
             },
             "devices": {node.name: dict(node.device_utilization) for node in observation.nodes},
             "ready": {node.name: node.ready for node in observation.nodes},
+            "job_memory": {
+                f"{project}/{name}": status.gpu_memory_used_bytes
+                for (project, name), status in observation.jobs.items()
+                if status.gpu_memory_used_bytes is not None
+            },
+            "device_memory": {
+                node.name: dict(node.device_memory_used_bytes) for node in observation.nodes
+            },
             "problem": observation.problem,
         },
         timeout=MAX_AGE_S,

@@ -49,6 +49,10 @@ class Node(models.Model):
     outside_gpus = models.PositiveSmallIntegerField(default=0)
     outside_cpu_millis = models.PositiveIntegerField(default=0)
     outside_memory_bytes = models.PositiveBigIntegerField(default=0)
+    # The node's labels (issue 38): read from the cluster by the Kubernetes agent each
+    # observation, set by admins for the simulated cluster. Its pool's topology levels
+    # (`PoolTopology`) name the labels that group nodes into racks, blocks, NVLink domains (R23.1).
+    labels = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -72,3 +76,19 @@ class Node(models.Model):
     def healthy_gpus(self) -> int:
         """Devices that are not failed."""
         return self.gpus - len(self.out_of_service)
+
+
+class PoolTopology(models.Model):
+    """A node pool's topology levels (issue 38, R23.1): node label keys, widest domain first
+    (e.g. example.com/block, example.com/rack, kubernetes.io/hostname), as KAI's and Kueue's
+    `Topology` resources list them. A pool without a row has no levels."""
+
+    pool = models.CharField(max_length=63, unique=True, validators=[validate_dns_label])
+    levels = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["pool"]
+
+    def __str__(self) -> str:
+        return f"{self.pool}: {' > '.join(self.levels)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from portal.audit import services as audit
-from portal.cluster.models import Node
+from portal.cluster.models import Node, PoolTopology
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.models import HOLDING, Job
@@ -67,4 +67,28 @@ def delete_node(node: Node) -> None:
             raise conflict("name", f"jobs run on {node.name}: {names}")
         audit.record("node.deleted", node)
         node.delete()
+        request_cycle_on_commit()
+
+
+def set_pool_topology(pool: str, levels: list[str]) -> PoolTopology:
+    """Give node pool `pool` its topology levels, widest first (issue 38, R23.1), replacing what
+    it had; the next cycle places by them."""
+    with transaction.atomic():
+        row, created = PoolTopology.objects.select_for_update().get_or_create(
+            pool=pool, defaults={"levels": levels}
+        )
+        before = {"levels": [] if created else row.levels}
+        row.levels = levels
+        row.save()
+        audit.record("topology.changed", row, changes=audit.diff(before, {"levels": levels}))
+        request_cycle_on_commit()
+    return row
+
+
+def delete_pool_topology(row: PoolTopology) -> None:
+    """Take a pool's levels away: its nodes form no domains and a job that requires a level
+    waits (R23.4)."""
+    with transaction.atomic():
+        audit.record("topology.deleted", row)
+        row.delete()
         request_cycle_on_commit()

@@ -7,7 +7,7 @@ and an admin deletes them). The simulated agent reports no inventory, so nothing
 An admin's cordon in Allot (`schedulable`) is never touched: the two cordons add up. So with
 failed devices (issue 26): the inventory's go to `failed_in_cluster`, an admin's marks in
 `failed_devices` stay; allocatable CPU and memory are the cluster's, and so is what pods Allot did
-not place hold on each node (`outside_*`, issue 33).
+not place hold on each node (`outside_*`, issue 33), and its labels (issue 38: racks, blocks).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ def _resources(node: NodeStatus) -> dict:
         fields["memory_bytes"] = node.memory_bytes
     if node.failed_devices is not None:
         fields["failed_in_cluster"] = list(node.failed_devices)
+    if node.labels is not None:  # issue 38: the topology levels read them (R23.1)
+        fields["labels"] = dict(node.labels)
     fields["outside_gpus"] = min(max(node.outside_gpus, 0), MAX_GPUS_PER_NODE)
     fields["outside_cpu_millis"] = max(node.outside_cpu_millis, 0)
     fields["outside_memory_bytes"] = max(node.outside_memory_bytes, 0)

@@ -28,6 +28,7 @@ from portal.tenancy.models import Project
 from scheduler.quantity import MIB, mib_ceil
 
 JOBS_SHOWN = 1000  # per list and viewer; the totals count them all
+UNKNOWN_POOL = "unknown"  # the pool of a pod whose node is no longer recorded
 IDLE_BELOW = 0.05  # a GPU under 5 % utilization is idle (Run:AI's "idle allocated GPUs")
 TRAIN_PRIORITY, BUILD_PRIORITY = 50, 100  # R7.1: the job's priority class without its own
 
@@ -63,7 +64,10 @@ def build_full_overview() -> dict:
         "cluster_problem": figures.problem,
         "cluster": _cluster(node_rows, running, len(pending), figures),
         "projects": _projects(
-            Project.objects.select_related("department"), _requests_by_project(holding)
+            Project.objects.select_related("department"),
+            _requests_by_project(holding),
+            _by_pool(holding, {node.name: node.pool for node in nodes}),
+            sorted({node.pool for node in nodes}),
         ),
         "running": running,
         "pending": pending,
@@ -177,7 +181,39 @@ def _requests_by_project(holding: list[Job]) -> dict[str, tuple[int, int]]:
     return {name: (cpu, memory) for name, (cpu, memory) in held.items()}
 
 
-def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
+POOL_FIGURES = ("allocated_gpus", "allocated_cpu_millis", "allocated_memory_bytes",
+                "running_jobs")  # fmt: skip
+
+
+def _by_pool(holding: list[Job], pools: dict[str, str]) -> dict[str, dict[str, dict]]:
+    """project name -> node pool -> what its placed pods hold there: GPUs, CPU, memory, and
+    running jobs, a job counting in the pool of its first pod (a gang spanning pools counts
+    once, so the pools add up to the project's figures)."""
+    held: dict[str, dict[str, dict]] = defaultdict(dict)
+    for job in holding:
+        for index, pod in enumerate(job.placed_pods):
+            pool = pools.get(pod.node, UNKNOWN_POOL)
+            row = held[job.project.name].setdefault(pool, dict.fromkeys(POOL_FIGURES, 0))
+            row["allocated_gpus"] += float(job.gpus)
+            row["allocated_cpu_millis"] += job.cpu_millis
+            row["allocated_memory_bytes"] += job.memory_bytes
+            row["running_jobs"] += 1 if index == 0 else 0
+    return held
+
+
+def _pool_rows(project, held: dict[str, dict], known: list[str]) -> list[dict]:
+    """The project's figures in each pool it may use (zeros where it holds nothing) and in any
+    other pool it holds something in (a node moved to another pool under a running job)."""
+    allowed = [pool for pool in known if not project.node_pools or pool in project.node_pools]
+    rows = []
+    for pool in sorted({*allowed, *held}):
+        row = held.get(pool) or dict.fromkeys(POOL_FIGURES, 0)
+        rows.append({"pool": pool, **row, "allocated_gpus": round(row["allocated_gpus"], 3)})
+    return rows
+
+
+def _projects(projects, requests: dict[str, tuple[int, int]],
+              pools: dict[str, dict[str, dict]], known: list[str]) -> list[dict]:  # fmt: skip
     newest = UsageSample.objects.filter(project=OuterRef("pk")).order_by("-time", "-id")
     annotated = with_usage(projects).annotate(
         utilization=Subquery(newest.values("utilization")[:1]),
@@ -206,6 +242,7 @@ def _projects(projects, requests: dict[str, tuple[int, int]]) -> list[dict]:
                 **memory_figure("allocated_memory", requests.get(project.name, (0, 0))[1]),
                 "cpu_limit_millis": project.cpu_limit_millis,
                 **memory_figure("memory_limit", project.memory_limit_bytes),
+                "pools": _pool_rows(project, pools.get(project.name, {}), known),
             }
         )
     return rows
@@ -238,6 +275,7 @@ def _running(job: Job, figures, now) -> dict:
     row = _job(job, now)
     row["run_s"] = round(max((now - job.started_at).total_seconds(), 0.0), 1)
     row["utilization"] = figures.job(job.project.name, job.name)
+    row["gpu_memory_used_bytes"] = figures.job_memory_used(job.project.name, job.name)
     row["utilization_simulated"] = figures.simulated
     return row
 
@@ -310,6 +348,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
         # the devices the scheduler counts as held outside Allot: the highest free ones (R2.6)
         outside = set(outside_devices(node.gpus, node.outside_gpus,
                                       {*failed, *on_device[node.name]}))  # fmt: skip
+        memory = figures.device_memory.get(node.name, {}) if figures.at else {}
         for index in range(node.gpus):
             jobs = on_device[node.name].get(index, [])
             idle = 0.0 if figures.simulated else None
@@ -319,6 +358,7 @@ def _nodes(nodes: list[Node], holding: list[Job], figures) -> list[dict]:
                     "index": index,
                     "allocated": round(min(sum(job["share"] for job in jobs), 1.0), 3),
                     "utilization": utilization,
+                    "memory_used_bytes": memory.get(index),  # measured only, else None
                     "jobs": jobs,
                     "failed": index in failed,
                     "outside": index in outside,

@@ -81,6 +81,9 @@ class Job(models.Model):
     cpu_limit_millis = models.PositiveIntegerField(null=True, blank=True)
     memory_limit_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     gpu_memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
+    # Topology constraint (issue 38, R23.2, R23.3): {"required": level} and/or
+    # {"preferred": level}, a level of its node pools by label key or short name; {}: anywhere.
+    topology = models.JSONField(default=dict, blank=True)
     priority = models.IntegerField(null=True, blank=True)
     image = models.CharField(max_length=512, blank=True, default="")
     command = models.JSONField(default=list, blank=True)

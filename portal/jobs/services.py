@@ -19,6 +19,7 @@ from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import ACTIVE, HOLDING, Job, JobEvent, JobRun, RunEnd, Status
 from portal.tenancy.models import Project
+from portal.tenancy.userlimits import in_force
 from scheduler.quantity import cores_text, memory_text
 
 
@@ -92,8 +93,9 @@ def submit_jobs(user, entries: list[tuple[Project, dict]]) -> list[Job]:
 
 def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     """A 409 naming the cap when `wanted` more pending jobs would take `user` past
-    ALLOT_MAX_PENDING_PER_USER or a project past ALLOT_MAX_PENDING_PER_PROJECT (issue 32 item 8:
-    one researcher's 2,000 queued jobs slowed every other user's overview). Submissions of one
+    ALLOT_MAX_PENDING_PER_USER, past a project's per-user limit `max_pending` (issue 36), or a
+    project past ALLOT_MAX_PENDING_PER_PROJECT (issue 32 item 8: one researcher's 2,000 queued
+    jobs slowed every other user's overview). Submissions of one
     user and of one project take a lock of their own first (PostgreSQL advisory locks, held to
     the end of the transaction, in one order; SQLite has one writer at a time anyway), so two
     at once cannot both pass a cap - and never the rows' locks, which a scheduling cycle holds
@@ -116,6 +118,8 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
                     "(ALLOT_MAX_PENDING_PER_USER); wait for some to start, or delete some"
                 ),
             )
+        for project in projects:
+            _refuse_over_user_limit(user, project, wanted[project])
     cap = settings.ALLOT_MAX_PENDING_PER_PROJECT
     for project in projects:
         waiting = pending.filter(project=project).count()
@@ -128,6 +132,24 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
                     "(ALLOT_MAX_PENDING_PER_PROJECT)"
                 ),
             )
+
+
+def _refuse_over_user_limit(user, project: Project, asked: int) -> None:
+    """A 409 naming the project's per-user limit `max_pending` (issue 36) when `asked` more
+    pending jobs would take `user` past it in `project`; no limit set: nothing is counted."""
+    cap = in_force(project, user)["max_pending"]
+    if cap is None:
+        return
+    mine = Job.objects.filter(status=Status.PENDING, project=project, user=user).count()
+    if mine + asked > cap:
+        raise conflict(
+            "pending",
+            (
+                f"{user.get_username()} has {mine} pending jobs in {project.name} and asks for "
+                f"{asked} more: at most {cap} may wait per user in {project.name} (its per-user "
+                "limit max_pending); wait for some to start, or delete some"
+            ),
+        )
 
 
 USER_LOCKS, PROJECT_LOCKS = 32081, 32082  # advisory lock spaces of the pending caps
@@ -193,13 +215,15 @@ def resume_job(job: Job, user=None) -> Job:
     """Queue a Stopped job again with the same spec: Pending, its wait counting from now.
 
     It keeps its id, so it keeps its place in its project's queue (as an evicted job does); any
-    other status is a 409 naming it.
+    other status is a 409 naming it, and so is a queue its owner may not lengthen (the pending
+    caps, as at submission: else stopping and resuming would pass them).
     """
     with transaction.atomic():
         locked = _locked(job)
         if locked.status != Status.STOPPED:
             raise conflict("status", f"job {locked.project.name}/{locked.name} is "
                            f"{locked.status}; only a Stopped job is resumed")  # fmt: skip
+        refuse_over_pending_caps(locked.user, {locked.project: 1})  # it waits again: counted
         now = timezone.now()
         for name, value in RESUMED.items():
             setattr(locked, name, value)

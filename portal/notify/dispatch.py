@@ -137,6 +137,9 @@ def notify_events(event_ids: list[int]) -> None:
         people = [owner] if owner is not None else []
         if event.kind == "budget":
             people = budget_recipients(event)
+        if event.kind == "reservation":  # the project's members, before its slot (R22)
+            people = list(get_user_model().objects.filter(
+                memberships__project_id=event.project_id).order_by("id"))  # fmt: skip
         for person in people:
             preference = Preference.objects.filter(user=person).first() or Preference()
             if preference.email and person.email:

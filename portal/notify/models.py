@@ -19,6 +19,7 @@ NOTIFIED = {
     "warning": "idle or time-limit warning",
     "stuck": "stuck",
     "budget": "budget threshold reached",  # R20.5: a project event, no job (portal.budgets)
+    "reservation": "reservation about to start",  # R22: a project event (portal.reservations)
 }
 
 

@@ -39,6 +39,11 @@ def get_agent() -> Agent:
         return _agent
 
 
+def built_agent() -> Agent | None:
+    """This process's agent if something built it, else None (without building one)."""
+    return _agent
+
+
 def _build_agent(kind: str) -> Agent:
     if kind == "simulated":
         guarded = settings.ALLOT_SESSIONS_GUARDED_URLS if settings.ALLOT_SESSIONS_FIREWALL else None

@@ -33,6 +33,7 @@ from portal.cluster import metrics
 from portal.cluster.sync import sync_nodes
 from portal.jobs.models import HOLDING, Job
 from portal.notify import dispatch
+from portal.reservations import services as reservation_services
 from portal.scheduling import (
     cycle_metrics,
     eta,
@@ -96,12 +97,14 @@ def run_cycle(
             result = CycleResult("unsynced", message=message)
         result.timings["observe_s"] = observed_s
         if result.status == "done":
+            cycle_metrics.record_starts(runs.first_starts(result.started_ids, observation.at))
             lap = perf_counter()
             _carry_out(agent, result)
             external.explain(agent, observation)  # why other tools' pods wait (issue 33)
             result.timings["carry_out_s"] = perf_counter() - lap
             publish_overview(result.changed or _rows_changed(result.fingerprint))
         cycle_metrics.record(result.status, result.timings, result.decisions)
+        cycle_metrics.record_agent(agent.take_counts())
     finally:
         _process_lock.release()
     if result.status == "done":
@@ -167,6 +170,7 @@ def _plan_and_commit(
     timings["plan_s"], lap = perf_counter() - lap, perf_counter()
     commit_cycle(state, view, plan, changes, observation, simulated, notes)
     dispatch.after_commit(budget_services.announce(list(state.budgets), observation.at))  # R20.5
+    dispatch.after_commit(reservation_services.announce(observation.at))  # before a slot (R22)
     timings["commit_s"] = perf_counter() - lap
     started = tuple(state.rows[d.job].id for d in plan.decisions if d.kind != "evict")
     fingerprint = hash(frozenset((key, row.status) for key, row in state.rows.items()))

@@ -14,18 +14,30 @@ evictions by the action that decided them. Every worker adds with the cache's at
 overwrite each other, nothing is lost when a worker restarts, and no scrape target is needed
 per worker (prometheus-client's multiprocess mode would need a directory shared by every
 process, which workers on other hosts or pods do not have).
+
+The agent's failed API calls and back-offs (`agents.base.AgentCounts`) go the same way: each
+cycle takes what its process's agent counted since the last (`record_agent`), and so does each
+scrape for the web process's own agent (its status and log reads).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from django.core.cache import cache
+
+from agents.base import AgentCounts
 
 KEY = "allot:cycle:metrics"
 TOTALS = "allot:cycle:totals:"  # + a counter's name; integers only (sums in microseconds)
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# How long jobs wait from submission to their first start: seconds to a day
+START_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0, 7200.0,
+                 21600.0, 86400.0)  # fmt: skip
 WINDOW = 100
+INDEX_LOCK = "allot:cycle:totals-index-lock"
+INDEX_LOCK_S = 2
 STAGES = ("observe_s", "lock_s", "snapshot_s", "plan_s", "commit_s", "carry_out_s")
 
 
@@ -48,13 +60,56 @@ def record(status: str, timings: dict[str, float], decisions=()) -> None:
             _add(f"eviction|{decision.action}")
 
 
+def record_starts(latencies: list[tuple[str, float]]) -> None:
+    """Add the submit-to-start latencies (project, seconds) of the jobs a cycle started for the
+    first time to the project's histogram (a restart after an eviction is not a first start).
+    Summed by counter first: a fill of thousands of jobs costs a few increments per project."""
+    added: Counter[str] = Counter()
+    for project, seconds in latencies:
+        for bound in START_BUCKETS:
+            if seconds <= bound:
+                added[f"start_bucket|{project}|{bound}"] += 1
+        added[f"start_count|{project}"] += 1
+        added[f"start_sum_us|{project}"] += round(seconds * 1e6)
+    for name, amount in added.items():
+        _add(name, amount)
+
+
+def record_agent(counts: AgentCounts) -> None:
+    """Add the agent's failed API calls and back-offs (taken since the last time) to the totals."""
+    for (verb, resource, code), failed in counts.api_errors.items():
+        _add(f"api_error|{verb}|{resource}|{code}", failed)
+    for scope, begun in counts.backoffs.items():
+        _add(f"backoff|{scope}", begun)
+    for scope, seconds in counts.backoff_s.items():
+        _add(f"backoff_us|{scope}", round(seconds * 1e6))
+
+
 def _add(name: str, amount: int = 1) -> None:
     key = TOTALS + name
     cache.add(key, 0, timeout=None)  # only when missing; incr on a missing key raises
     cache.incr(key, amount)
-    names = cache.get(TOTALS + "names") or []
-    if name not in names:  # the index of counters, so a scrape reads them without a key scan
-        cache.set(TOTALS + "names", [*names, name], timeout=None)
+    if name not in (cache.get(TOTALS + "names") or []):
+        _index(name)
+
+
+def _index(name: str) -> None:
+    """Add `name` to the index of counters (so a scrape reads them without a key scan). The
+    index is one list read and written whole: two processes adding new names at once would
+    each write the list without the other's name, so the writers take turns, holding a lock
+    made with the cache's atomic `add` (Redis SET NX) that expires should its holder die."""
+    deadline = time.monotonic() + INDEX_LOCK_S
+    while not (held := cache.add(INDEX_LOCK, 1, timeout=INDEX_LOCK_S)):
+        if time.monotonic() >= deadline:
+            break  # the holder died holding it: its expiry is due, write anyway
+        time.sleep(0.002)
+    try:
+        names = cache.get(TOTALS + "names") or []
+        if name not in names:
+            cache.set(TOTALS + "names", [*names, name], timeout=None)
+    finally:
+        if held:
+            cache.delete(INDEX_LOCK)
 
 
 def totals() -> dict[str, int]:

@@ -69,6 +69,21 @@ def run_writes(
     return list(closing)
 
 
+def first_starts(started_ids: Iterable[int], at: datetime) -> list[tuple[str, float]]:
+    """(project, seconds from submission) of each of the jobs `started_ids` whose first run a
+    cycle opened at `at`: its submit-to-start latency, for the metrics."""
+    ids = list(started_ids)
+    if not ids:
+        return []
+    first = JobRun.objects.filter(job_id__in=ids, number=1, started_at=at)
+    return [
+        (project, max((started - submitted).total_seconds(), 0.0))
+        for project, started, submitted in first.values_list(
+            "project__name", "started_at", "job__submitted_at"
+        )
+    ]
+
+
 def _close(state: CycleRows, closing: dict[JobKey, tuple[str, str, str]], now: datetime) -> None:
     ids = {state.rows[key].id: how for key, how in closing.items()}
     runs = list(JobRun.objects.filter(job_id__in=ids, ended_at__isnull=True))

@@ -19,15 +19,18 @@ from portal.budgets.models import Budget
 from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
+from portal.cluster.models import PoolTopology
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
 from portal.jobs.models import Job as JobModel
+from portal.reservations import services as reservation_services
 from portal.scheduling import past_usage
 from portal.tenancy.models import MIN_RUNTIME_FIELDS
 from portal.tenancy.models import Department as DepartmentRow
 from portal.tenancy.models import Project as ProjectRow
-from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Snapshot
+from portal.tenancy.userlimits import for_core as user_limits_for_core
+from scheduler import Department, Job, JobKey, Node, PodPlacement, Project, Reservation, Snapshot
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class CycleRows:
     project_rows: dict[str, ProjectRowInfo]
     usage: dict[str, float] = field(default_factory=dict)  # R2.9, E10; empty when off
     budgets: tuple[BudgetState, ...] = ()  # every budget at the cycle's time (R20.1)
+    topology: dict[str, tuple[str, ...]] = field(default_factory=dict)  # levels per pool (R23.1)
+    reservations: tuple[Reservation, ...] = ()  # the occurrences in view (R22)
 
     def snapshot(
         self, now: float, leaving: frozenset[JobKey] = frozenset(), service: bool = False
@@ -102,6 +107,8 @@ class CycleRows:
             departments=self.departments,
             now=now,
             usage=self.usage,
+            topology=self.topology,
+            reservations=self.reservations,
         )
 
 
@@ -131,18 +138,26 @@ def load_nodes(jobs: tuple[Job, ...] = ()) -> tuple[Node, ...]:
     rows = NodeRow.objects.order_by("name").values_list(
         "name", "gpus", "gpu_memory_bytes", "pool", "ready", "schedulable", "cordoned_in_cluster",
         "cpu_millis", "memory_bytes", "failed_devices", "failed_in_cluster", "outside_gpus",
-        "outside_cpu_millis", "outside_memory_bytes",
+        "outside_cpu_millis", "outside_memory_bytes", "labels",
     )  # fmt: skip
     nodes = []
     for (name, gpus, memory, pool, ready, schedulable, cordoned, cpu, ram, marked, reported,
-         outside, outside_cpu, outside_ram) in rows:  # fmt: skip
+         outside, outside_cpu, outside_ram, labels) in rows:  # fmt: skip
         failed = tuple(sorted({*marked, *reported}))
         nodes.append(Node(name, gpus, memory, pool, ready, schedulable and not cordoned,
                           cpu_millis=cpu, memory_bytes=ram, failed_devices=failed,
                           outside_devices=outside_devices(gpus, outside, set(failed)),
                           outside_cpu_millis=outside_cpu,
-                          outside_memory_bytes=outside_ram))  # fmt: skip
+                          outside_memory_bytes=outside_ram,
+                          labels=tuple(sorted((labels or {}).items()))))  # fmt: skip
     return clear_of(tuple(nodes), jobs)
+
+
+def load_topology() -> dict[str, tuple[str, ...]]:
+    """Each node pool's topology levels, widest first (R23.1); pools without a row have none."""
+    return {
+        pool: tuple(levels) for pool, levels in PoolTopology.objects.values_list("pool", "levels")
+    }
 
 
 def clear_of(nodes: tuple[Node, ...], jobs: tuple[Job, ...]) -> tuple[Node, ...]:
@@ -188,13 +203,15 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
     """Every project (of a known department, if any) as the scheduler sees it; its row facts.
 
     A project's own minimum run times (R7.4) go to the scheduler as they are: None inherits,
-    and the scheduler resolves it through the department to the cluster default."""
+    and the scheduler resolves it through the department to the cluster default; its per-user
+    limits (R21.1-R21.3) as its default and overrides, for the core to enforce."""
     rows = ProjectRow.objects.order_by("id").values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
         *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
+    user_limits = user_limits_for_core()
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
@@ -205,7 +222,7 @@ def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str,
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_bytes=memory_limit)
+                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()))
         )  # fmt: skip
         infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
     return tuple(projects), infos
@@ -225,7 +242,7 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             "placement", "pending_reason", "started_at", "image", "user__username",
             "idle_since", "warned_for", "extended_s", "activity", "active_at", "stuck",
             "expected_s", "expected_end", "backfilled", "estimate_s", "held_gpu_s",
-            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", named=True,
+            "cpu_millis", "memory_bytes", "gpu_memory_bytes", "user_id", "topology", named=True,
         )
     )  # fmt: skip
     jobs, index = [], {}
@@ -242,6 +259,8 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
             expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
             gpu_memory_bytes=row.gpu_memory_bytes,
+            topology_required=(row.topology or {}).get("required"),
+            topology_preferred=(row.topology or {}).get("preferred"),
         )  # fmt: skip
         jobs.append(job)
         index[job.key] = JobRow(
@@ -280,4 +299,6 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         project_rows=infos,
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
+        topology=load_topology(),
+        reservations=reservation_services.in_view(at or timezone.now()),  # R22
     )

@@ -210,6 +210,59 @@ class Membership(models.Model):
         return f"{self.user} in {self.project} ({self.role})"
 
 
+LIMIT_COUNT_MAX = 100_000  # a per-user count limit above this is a typing slip, not a policy
+
+
+class UserLimit(models.Model):
+    """A per-user limit inside a project (issue 36, docs/user-fairness.md): with `user` null, the
+    project default for each of its users; naming a user, that user's override, field by field (a
+    null field falls back to the default; null in the default: no limit).
+
+    `max_gpus`, `max_running` and `max_interactive` go to the scheduling core as
+    `scheduler.model.UserLimit` (R21.1-R21.3), which makes a job over them wait naming the limit;
+    `max_pending` bites at submission (`portal.jobs.services.refuse_over_pending_caps`): a pending
+    job holds nothing the core could withhold from a teammate, so only the queue length is capped.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="user_limits")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+        related_name="user_limits",
+    )  # fmt: skip
+    max_gpus = models.DecimalField(null=True, blank=True, **GPU_AMOUNT)
+    max_running = models.PositiveIntegerField(null=True, blank=True)
+    max_pending = models.PositiveIntegerField(null=True, blank=True)
+    max_interactive = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    FIELDS = ("max_gpus", "max_running", "max_pending", "max_interactive")
+
+    class Meta:
+        # the project default first, then the overrides by username
+        ordering = ["project_id", models.F("user__username").asc(nulls_first=True)]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="userlimit_project_user"),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=models.Q(user__isnull=True),
+                name="userlimit_one_default",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_gpus__isnull=True) | models.Q(max_gpus__gte=0),
+                name="userlimit_max_gpus_gte_0",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        who = self.user.get_username() if self.user_id else "every user"
+        return f"per-user limit of {who} in {self.project}"
+
+    @property
+    def limits(self) -> list:
+        """Its values in FIELDS order (a table's cells)."""
+        return [getattr(self, field) for field in self.FIELDS]
+
+
 # --- API tokens (issue 22 item 7) -------------------------------------------------------------
 # A token is `allot_` and 40 random URL-safe characters (240 bits). Only its SHA-256 is stored:
 # a high-entropy secret needs no slow hash, and a lookup by digest leaks no timing about the

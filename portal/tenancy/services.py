@@ -25,6 +25,7 @@ from portal.tenancy.models import (
     Department,
     Membership,
     Project,
+    UserLimit,
     new_token_key,
     token_digest,
 )
@@ -123,6 +124,47 @@ def remove_member(membership: Membership) -> None:
     with transaction.atomic():
         audit.record("membership.removed", membership, changes={"role": [membership.role, None]})
         membership.delete()
+
+
+def create_user_limit(project: Project, user=None, **limits) -> UserLimit:
+    """A per-user limit of `project` (issue 36): its default with `user` None, else that user's
+    override; 409 naming `user` when the project has that one already (change it instead)."""
+    if user is None:
+        taken = f"{project.name} has its default per-user limit already: change that one"
+    else:
+        taken = f"{user.get_username()} has a per-user limit in {project.name} already: change it"
+    try:
+        with transaction.atomic():
+            if UserLimit.objects.filter(project=project, user=user).exists():
+                raise conflict("user", taken)
+            limit = UserLimit.objects.create(project=project, user=user, **limits)
+            audit.record("user_limit.created", limit, changes=audit.diff({}, limits))
+            request_cycle_on_commit()  # a job over the new limit waits from the next cycle
+    except IntegrityError:
+        raise conflict("user", taken) from None
+    return limit
+
+
+def update_user_limit(limit: UserLimit, **limits) -> UserLimit:
+    """Change a per-user limit's values (whose it is stays)."""
+    with transaction.atomic():
+        before = audit.snapshot(limit, limits)
+        for key, value in limits.items():
+            setattr(limit, key, value)
+        if limits:
+            limit.save(update_fields=list(limits))
+            audit.record_changes(limit, before, {"user_limit.changed": None})
+            request_cycle_on_commit()
+    return limit
+
+
+def delete_user_limit(limit: UserLimit) -> None:
+    """Remove a per-user limit: a user's override falls back to the default, the default to no
+    limit; jobs it held start at the next cycle."""
+    with transaction.atomic():
+        audit.record("user_limit.deleted", limit)
+        limit.delete()
+        request_cycle_on_commit()
 
 
 def create_user(

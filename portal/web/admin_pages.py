@@ -36,7 +36,7 @@ from portal.scheduling import fairshare
 from portal.tenancy import services
 from portal.tenancy.models import MIN_RUNTIME_FIELDS, Department, Membership, Project, Role
 from portal.tenancy.queries import min_runtimes
-from portal.web import budget_pages
+from portal.web import budget_pages, user_limit_pages
 from portal.web.forms import (
     CHECK,
     CHOICE,
@@ -107,6 +107,7 @@ def project_detail(request: HttpRequest, name: str) -> HttpResponse:
             .select_related("webhook")
             .order_by("-id")[:20],
             "errors": {},
+            **user_limit_pages.for_project(request.user, project),
         },
     )
 

@@ -26,6 +26,7 @@ from portal import access
 from portal.api import dry_run
 from portal.api.dry_run import Preview
 from portal.api.serializers.jobs import JobSerializer
+from portal.cluster.topology import landing
 from portal.jobs import grants, queries, resources, services
 from portal.jobs.models import (
     ACTIVE,
@@ -67,6 +68,7 @@ JOB_FIELDS = {
     "priority": NUMBER, "command": WORDS, "args": WORDS, "environment": ENV, "ports": PORTS,
     "service_type": TEXT, "volumes": VOLUMES, "estimate_s": DURATION, "cpu": TEXT,
     "memory": TEXT, "cpu_limit": TEXT, "memory_limit": TEXT, "gpu_memory": TEXT,
+    "topology_required": TEXT, "topology_preferred": TEXT,
 }  # fmt: skip
 JUPYTER_IMAGE = "jupyter/base-notebook"
 JUPYTER_PORT = 8888
@@ -97,7 +99,10 @@ def _submit(request: HttpRequest, data: dict) -> tuple[object | None, dict, Prev
         project = fields.pop("project")
         job = services.submit_job(request.user, project, **fields)
     except APIException as exc:
-        return None, field_errors(exc), None
+        errors = field_errors(exc)
+        if "pending" in errors:  # a queue cap (issue 32 item 8, 36) names no field of the form
+            errors.setdefault("form", []).extend(errors.pop("pending"))
+        return None, errors, None
     for warning in serializer.context.get("warnings", {}).get((project.name, job.name), []):
         messages.warning(request, f"{job.name}: {warning}.")
     return job, {}, None
@@ -222,6 +227,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         values = request.POST.dict()
         data, errors = form_input(request.POST, JOB_FIELDS)
+        _topology(data)
         values["gpus_by"] = _gpu_request(request.POST, data, errors)
         if not errors:
             job, errors, preview = _submit(request, data)
@@ -238,6 +244,14 @@ def job_new(request: HttpRequest) -> HttpResponse:
          "defaults": shown or (defaults[0] if defaults else None), "preview": preview,
          "types": JobType.values, "service_types": [v for v in ServiceType.values if v]},
     )  # fmt: skip
+
+
+def _topology(data: dict) -> None:
+    """The form's two topology boxes as the API's `topology` field (issue 38, R23.2, R23.3);
+    the serializer names a level no node pool has."""
+    wanted = {kind: data.pop(f"topology_{kind}", None) for kind in ("required", "preferred")}
+    if any(wanted.values()):
+        data["topology"] = {kind: level for kind, level in wanted.items() if level}
 
 
 @login_required
@@ -299,6 +313,7 @@ def job_detail(request: HttpRequest, project: str, name: str) -> HttpResponse:
          "extend": access.extend_action(request.user, job),
          "can_stop": access.can_change_job(request.user, job), "active_statuses": ACTIVE,
          "service": _service(job), "waiting": _waiting(job, runs[-1] if runs else None, now),
+         "domain": landing(job.nodes, {}) if job.holds_gpus else "",
          "chosen_run": chosen, "logs_run": chosen or (runs[-1].number if runs else None),
          "runs": [{"run": run, "duration_s": run.duration_s(now), "gpu_hours": run.gpu_hours(now)}
                   for run in runs]},

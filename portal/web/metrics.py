@@ -6,9 +6,12 @@ conventions: the `allot_` prefix, base units (seconds, bytes, CPU cores), `_tota
 
 Three sources, each computed where it is true for every process:
 - per project, gauges computed at scrape time from `build_full_overview()`, the code the overview
-  page and `GET /api/v1/overview/` use, so the two can never disagree;
+  page and `GET /api/v1/overview/` use, so the two can never disagree (what the project holds
+  by node pool from its rows' `pools`);
 - per scheduling cycle, the running totals every worker adds to in the cache
-  (`portal.scheduling.cycle_metrics`), exposed here as a histogram and counters;
+  (`portal.scheduling.cycle_metrics`), exposed here as histograms (stage durations, each job's
+  submit-to-start latency) and counters; the agent's failed API calls and back-offs the same
+  way (each cycle adds its process's, each scrape this process's);
 - per web request, a histogram this process keeps in its own registry (the route is the URL
   pattern's name, never the raw path, so a job's name does not make a series of its own).
 """
@@ -31,6 +34,7 @@ from prometheus_client.core import (
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import JobEvent
 from portal.scheduling import cycle_metrics
+from portal.scheduling.agent import built_agent
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -44,31 +48,35 @@ REQUEST_SECONDS = Histogram(
 
 
 class ProjectCollector:
-    """The overview's per-project figures, read from the database at each scrape."""
+    """The overview's per-project figures, read from the database at each scrape. What the
+    project's placed pods hold is split by node pool (`node_pool`, the overview's `pools`): a
+    pool the project may use has its series even at 0. Quota, fair share and pending jobs are
+    the project's across its pools (Allot has one quota per project, not one per pool)."""
 
     GAUGES = (  # (metric, help, overview key, scale)
         ("allot_project_quota_gpus", "Deserved GPUs (the project's quota).", "quota", 1),
         ("allot_project_fair_share_gpus", "GPUs the fair share gives the project.",
          "fair_share", 1),
-        ("allot_project_allocated_gpus", "GPUs the project's jobs hold.", "allocated_gpus", 1),
-        ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request.",
-         "allocated_cpu_millis", 0.001),
-        ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request.",
-         "allocated_memory_bytes", 1),
-        ("allot_project_running_jobs", "Jobs holding resources.", "running_jobs", 1),
         ("allot_project_pending_jobs", "Jobs waiting to start.", "pending_jobs", 1),
+    )  # fmt: skip
+    POOL_GAUGES = (  # the same, of the project's `pools` rows
+        ("allot_project_allocated_gpus", "GPUs the project's jobs hold, by node pool.",
+         "allocated_gpus", 1),
+        ("allot_project_allocated_cpu_cores", "CPU cores the project's placed pods request, by "
+         "node pool.", "allocated_cpu_millis", 0.001),
+        ("allot_project_allocated_memory_bytes", "Memory the project's placed pods request, by "
+         "node pool.", "allocated_memory_bytes", 1),
+        ("allot_project_running_jobs", "Jobs holding resources, by the node pool of their "
+         "first pod.", "running_jobs", 1),
     )  # fmt: skip
 
     def collect(self):
         full = build_full_overview()
-        families = {
-            key: (GaugeMetricFamily(name, text, labels=["project"]), scale)
-            for name, text, key, scale in self.GAUGES
-        }
-        for row in full["projects"]:
-            for key, (family, scale) in families.items():
-                family.add_metric([row["name"]], float(row[key] or 0) * scale)
-        yield from (family for family, _ in families.values())
+        yield from _gauges(self.GAUGES, ["project"],
+                           [([row["name"]], row) for row in full["projects"]])  # fmt: skip
+        yield from _gauges(self.POOL_GAUGES, ["project", "node_pool"],
+                           [([row["name"], pool["pool"]], pool)
+                            for row in full["projects"] for pool in row["pools"]])  # fmt: skip
         oldest = GaugeMetricFamily(
             "allot_project_oldest_pending_seconds",
             "How long the project's oldest pending job has waited (0 when none waits).",
@@ -95,6 +103,18 @@ class ProjectCollector:
         yield submitted
 
 
+def _gauges(gauges, labels: list[str], rows):
+    """A gauge family per (metric, help, key, scale) of `gauges`, of each (label values, row)."""
+    families = {
+        key: (GaugeMetricFamily(name, text, labels=labels), scale)
+        for name, text, key, scale in gauges
+    }
+    for values, row in rows:
+        for key, (family, scale) in families.items():
+            family.add_metric(values, float(row[key] or 0) * scale)
+    return [family for family, _ in families.values()]
+
+
 class CycleCollector:
     """The scheduling cycles' running totals, added to by every worker."""
 
@@ -116,6 +136,7 @@ class CycleCollector:
                 [stage.removesuffix("_s")], buckets, totals.get(f"sum_us|{stage}", 0) / 1e6
             )
         yield stages
+        yield _start_latency(totals)
         yield _counter(totals, "cycles", "allot_cycles", "Scheduling cycles by outcome.", "status")
         yield _counter(
             totals, "decision", "allot_cycle_decisions", "Decisions by kind (start, evict, move).",
@@ -127,12 +148,55 @@ class CycleCollector:
         )  # fmt: skip
 
 
-def _counter(totals: dict[str, int], prefix: str, name: str, text: str, label: str):
-    family = CounterMetricFamily(name, text, labels=[label])
+def _start_latency(totals: dict[str, int]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(
+        "allot_job_start_latency_seconds",
+        "Time from a job's submission to its first start (the cycle placing it), by project.",
+        labels=["project"],
+    )
+    for project in sorted(n.split("|")[1] for n in totals if n.startswith("start_count|")):
+        buckets = [
+            (repr(bound), totals.get(f"start_bucket|{project}|{bound}", 0))
+            for bound in cycle_metrics.START_BUCKETS
+        ]
+        buckets.append(("+Inf", totals[f"start_count|{project}"]))
+        family.add_metric([project], buckets, totals.get(f"start_sum_us|{project}", 0) / 1e6)
+    return family
+
+
+class AgentCollector:
+    """The agent's failed API calls and back-offs, added to by every process that runs one."""
+
+    def collect(self):
+        agent = built_agent()  # this process's status and log reads count too
+        if agent is not None:
+            cycle_metrics.record_agent(agent.take_counts())
+        totals = cycle_metrics.totals()
+        yield _counter(
+            totals, "api_error", "allot_agent_api_errors",
+            "Calls of the agent to the cluster's API that failed, by verb, resource and HTTP "
+            "code ('none': no answer); 404 to a delete and 409 AlreadyExists to a create are "
+            "done, not failures.", "verb", "resource", "code",
+        )  # fmt: skip
+        yield _counter(
+            totals, "backoff", "allot_agent_backoffs",
+            "Back-offs the agent began, by scope: agent (the API server cannot be reached), "
+            "job (one job's start or stop), watch (the pod watch).", "scope",
+        )  # fmt: skip
+        yield _counter(
+            totals, "backoff_us", "allot_agent_backoff_seconds",
+            "Seconds of the waits those back-offs set, by scope.", "scope", scale=1e-6,
+        )  # fmt: skip
+
+
+def _counter(totals: dict[str, int], prefix: str, name: str, text: str, *labels: str,
+             scale: float = 1):  # fmt: skip
+    family = CounterMetricFamily(name, text, labels=list(labels))
     for key, value in sorted(totals.items()):
         kind, _, rest = key.partition("|")
-        if kind == prefix:
-            family.add_metric([rest], value)
+        values = rest.split("|")
+        if kind == prefix and len(values) == len(labels):
+            family.add_metric(values, value * scale)
     return family
 
 
@@ -141,6 +205,7 @@ def registry() -> CollectorRegistry:
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(ProjectCollector())
     scrape.register(CycleCollector())
+    scrape.register(AgentCollector())
     scrape.register(_Requests())
     return scrape
 

@@ -139,6 +139,17 @@ SECTIONS = [
          "When enough GPUs are free in total but scattered, running jobs may be "
          "moved to make room in one place."),
     ]),
+    ("Per-user limits (inside one project)", [
+        ("R21.1",
+         "A job starts only if its user's running jobs in the project, with it, hold no "
+         "more GPUs than the project's per-user GPU limit for them."),
+        ("R21.2",
+         "A job starts only if its user has fewer running jobs in the project than "
+         "their running-jobs limit."),
+        ("R21.3",
+         "An interactive session starts only if its user has fewer running sessions "
+         "in the project than their interactive-sessions limit."),
+    ]),
 ]  # fmt: skip
 RULES = {code: text for _, rules in SECTIONS for code, text in rules}
 CODE = re.compile(r"\bR(\d{1,2})\.(\d{1,2})\b")

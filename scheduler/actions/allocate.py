@@ -6,6 +6,7 @@ if they do not delay it (B1-B4, scheduler/actions/backfill.py); without it, noth
 
 from __future__ import annotations
 
+from .. import topology
 from ..model import Job
 from ..ordering import JobQueues
 from ..placement import place_job, pools_for
@@ -13,15 +14,18 @@ from ..quantity import memory_text
 from ..resources import asked, blocked_by_resources, unplaceable
 from ..session import Session, gpus, nodes_of
 from .backfill import Backfill
+from .booking import Bookings
 
 
 def allocate(session: Session) -> None:
     """Pop pending jobs in allocation order (R4.1-R4.3); check the limit and interactive quota
     (R3.1, R3.2); place all pods or none (R6.1). A failed job is skipped for this cycle and the
     reason kept for the user — or, with backfill, reserved (B1) and later starts checked against
-    the reservation (B2, B3); an overrunning backfilled job may give way to it (B4)."""
+    the reservation (B2, B3); an overrunning backfilled job may give way to it (B4). A start on
+    booked capacity must leave room for the booking (R22.2, R22.5)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     backfill = Backfill(session) if session.policy.backfill else None
+    bookings = Bookings(session) if session.bookings else None
     while (job := queue.pop()) is not None:
         blocked = session.capacity_block(job)
         if blocked:
@@ -42,13 +46,21 @@ def allocate(session: Session) -> None:
                 queue.reorder(shortest_first)  # B6: behind the first reservation
                 backfill.reordered = True
             continue
+        held, note = bookings.check(job, placement) if bookings is not None else (None, "")
+        if held:  # R22.2, R22.5: it would take capacity a reservation needs
+            session.state.rollback(checkpoint)
+            session.held.add(job.key)
+            session.reasons[job.key] = held
+            continue
         if backfill is not None and backfill.handled(job, placement, checkpoint):
             continue
         session.record(
             "start",
             job,
             "allocate",
-            f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'} (R4.4)",
+            f"started on {nodes_of(placement)}: free {'GPUs' if job.gpus else 'CPU'}"
+            + (f"; {note}" if note else " (R4.4)")
+            + topology.landed_note(session.state, job, placement),
             placement,
         )
 
@@ -63,7 +75,10 @@ def shortest_first(job: Job) -> tuple:
 def no_fit_reason(session: Session, job: Job) -> str:
     """Why no node can take the job now, in plain words (R5.3, R5.4, R5.5, R6.1), naming the
     resource that does not fit when it is CPU, memory or GPU memory (issue 26), for a job some
-    emptied node could hold (allocate gives `unplaceable`'s reason to the others)."""
+    emptied node could hold (allocate gives `unplaceable`'s reason to the others). A job with a
+    required topology level gets the level's reason (R23.2)."""
+    if job.topology_required:  # R23.2: the level and its roomiest domain
+        return topology.required_reason(session.state, job)
     pools = session.queue(job).node_pools
     where = f"in pool {', '.join(pools)}" if pools else "in the cluster"
     if job.cpu_millis or job.memory_bytes or job.gpu_memory_bytes is not None:

@@ -377,7 +377,7 @@ class Backfill:
             return False
         evicted = []
         for victim in reversed(victims):  # the oldest keep running if the job left them room
-            if _still_free(state.nodes, victim, old[victim.key]):
+            if still_free(state.nodes, victim, old[victim.key]):
                 state.place(victim, old[victim.key])
             else:
                 evicted.append(victim)
@@ -402,7 +402,7 @@ class Backfill:
         return True
 
 
-def _still_free(nodes: dict[str, NodeState], job: Job, placement) -> bool:
+def still_free(nodes: dict[str, NodeState], job: Job, placement) -> bool:
     """Every device of the placement still has room for the job's share, and every node for
     its pods' CPU and memory (issue 26)."""
     for pod in placement:

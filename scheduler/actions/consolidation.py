@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .. import topology
 from ..model import Job
 from ..ordering import JobQueues, victim_order_key
 from ..placement import fits, pools_for
@@ -67,7 +68,9 @@ def consolidate(session: Session) -> None:
             continue
         if not free.cover(job) or unplaceable(session, job):
             continue
-        if session.policy.consolidation_candidates == "node_first" and not job.shared:
+        if job.topology_required:
+            victims = domain_first(session, job, on_node)  # R23.5
+        elif session.policy.consolidation_candidates == "node_first" and not job.shared:
             victims = node_first(session, job, on_node)
         else:
             victims = pool.queue(pool.by_queue, job.milli_total)
@@ -87,7 +90,8 @@ def consolidate(session: Session) -> None:
             "start",
             job,
             "consolidation",
-            f"started on {nodes_of(outcome.placement)} after consolidating running jobs (R11.1)",
+            f"started on {nodes_of(outcome.placement)} after consolidating running jobs (R11.1)"
+            + topology.landed_note(session.state, job, outcome.placement),
             outcome.placement,
         )
 
@@ -174,6 +178,42 @@ def node_first(session: Session, job: Job, on_node: dict[str, list[Job]]) -> Ite
     plans.sort(key=lambda plan: plan[:4])
     offered: set = set()
     for *_, chosen in plans:
+        for victim in chosen:
+            if victim.key not in offered:
+                offered.add(victim.key)
+                yield victim
+
+
+def domain_first(session: Session, job: Job, on_node: dict[str, list[Job]]) -> Iterator[Job]:
+    """R23.5: for a gang that must run inside one domain, the occupants of the domain cheapest to
+    free for it first: per domain of the required level, the nodes that do not fit a pod yet,
+    each with the jobs to move off it for one (:func:`movers`), the cheapest enough of them to
+    make up the pods the domain lacks; domains by GPUs to move, then jobs, then name. A domain
+    that cannot be freed enough by moving preemptible jobs offers nothing."""
+    state = session.state
+    plans = []
+    for pool in topology.pool_names(state, job):
+        depth = topology.level_index(state.topology.get(pool, ()), job.topology_required or "")
+        if depth is None:
+            continue
+        for domain in topology.domains(state, pool, depth):
+            lacking = job.pods - topology.room(state, domain, job)
+            freeing = []
+            for name in domain.nodes:
+                node = state.nodes[name]
+                if fits(node, job) or not _could_hold(node, job):
+                    continue
+                chosen = movers(session, node, on_node.get(name, []), job)
+                if chosen:
+                    freeing.append((sum(v.milli_total for v in chosen), len(chosen), name, chosen))
+            if lacking <= 0 or len(freeing) < lacking:
+                continue
+            cheapest = sorted(freeing, key=lambda plan: plan[:3])[:lacking]
+            cost = (sum(p[0] for p in cheapest), sum(p[1] for p in cheapest), domain.values)
+            plans.append((cost, [v for *_, chosen in cheapest for v in chosen]))
+    plans.sort(key=lambda plan: plan[0])
+    offered: set = set()
+    for _, chosen in plans:
         for victim in chosen:
             if victim.key not in offered:
                 offered.add(victim.key)

@@ -30,6 +30,14 @@ from .policies import POLICIES, PolicySpec, get_policy
 from .reference import pooled_fifo
 from .report import summary_table, team_table, write_csvs
 from .trace import Trace, parse_nodes, read_quotas, read_trace
+from .users import (
+    DEFAULT_EXPONENT,
+    DEFAULT_SEED,
+    parse_users,
+    split_users,
+    user_table,
+    write_user_csvs,
+)
 
 
 def build_cluster(args: argparse.Namespace, trace: Trace) -> Cluster:
@@ -166,8 +174,28 @@ def parser() -> argparse.ArgumentParser:
     _reference_arguments(p)
     _policy_arguments(p)
     _predictor_arguments(p)
+    _user_arguments(p)
     _output_arguments(p)
     return p
+
+
+def _user_arguments(p: argparse.ArgumentParser) -> None:
+    """Users inside the teams and their per-user limits (issue 36, scheduler_tools/simulate/
+    users.py)."""
+    p.add_argument(
+        "--split-users", metavar="LOW-HIGH",
+        help="give each team's jobs without a user to LOW-HIGH users (e.g. 5-20), Zipf-weighted",
+    )  # fmt: skip
+    p.add_argument("--user-seed", type=int, default=DEFAULT_SEED, help="seed of --split-users")
+    p.add_argument(
+        "--user-zipf", type=float, default=DEFAULT_EXPONENT, help="Zipf exponent of --split-users"
+    )
+    p.add_argument(
+        "--user-max-gpus", type=float, help="per-user limit: GPUs one user holds in a team (R21.1)"
+    )
+    p.add_argument(
+        "--user-max-running", type=int, help="per-user limit: running jobs per user (R21.2)"
+    )
 
 
 def _cluster_arguments(p: argparse.ArgumentParser) -> None:
@@ -337,6 +365,17 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise SystemExit(f"--burst-gap must be a number of seconds >= 0, not {args.burst_gap:g}")
     if args.k_value is not None and not 0 <= args.k_value < float("inf"):
         raise SystemExit(f"--k-value must be a number >= 0, not {args.k_value:g}")
+    if args.user_max_gpus is not None and not 0 <= args.user_max_gpus < float("inf"):
+        raise SystemExit(f"--user-max-gpus must be a number >= 0, not {args.user_max_gpus:g}")
+    if args.user_max_running is not None and args.user_max_running < 0:
+        raise SystemExit(f"--user-max-running must be >= 0, not {args.user_max_running}")
+    if not 0 <= args.user_zipf < float("inf"):
+        raise SystemExit(f"--user-zipf must be a number >= 0, not {args.user_zipf:g}")
+    if args.split_users is not None:
+        try:
+            parse_users(args.split_users)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
     sim_options(args)  # the duration flags, each named when it makes no sense
 
 
@@ -352,7 +391,7 @@ def parse_overrides(args: argparse.Namespace) -> Overrides:
 
 def _read(args: argparse.Namespace) -> Trace:
     node_gpus = parse_nodes(args.nodes)[1] if args.nodes else args.gpus_per_node
-    return read_trace(
+    trace = read_trace(
         args.trace,
         node_gpus=node_gpus,
         round_up_fractions=args.round_up_fractions,
@@ -360,6 +399,9 @@ def _read(args: argparse.Namespace) -> Trace:
         limit=args.limit_jobs,
         time_scale=args.time_scale,
     )
+    if args.split_users is None:
+        return trace
+    return split_users(trace, parse_users(args.split_users), args.user_seed, args.user_zipf)
 
 
 def describe_setting(
@@ -372,7 +414,23 @@ def describe_setting(
     return (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
         f"{runtime}{_fairshare_label(args, overrides)}{_predictor_label(args)}"
+        f"{_users_label(args)}"
     )
+
+
+def _users_label(args: argparse.Namespace) -> str:
+    """The setting's note on split users and per-user limits (issue 36)."""
+    label = ""
+    if args.split_users is not None:
+        label += (f", users {args.split_users} per team (Zipf s={args.user_zipf:g}, "
+                  f"seed {args.user_seed})")  # fmt: skip
+    limits = [
+        f"{args.user_max_gpus:g} GPUs" if args.user_max_gpus is not None else "",
+        f"{args.user_max_running} running" if args.user_max_running is not None else "",
+    ]
+    if any(limits):
+        label += ", per-user limit " + " and ".join(part for part in limits if part)
+    return label
 
 
 def _fairshare_label(args: argparse.Namespace, overrides: Overrides) -> str:
@@ -417,6 +475,8 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         fairshare_window_s=parse_duration_flag(
             args.fairshare_window, "--fairshare-window", zero=False
         ),
+        user_max_gpus=args.user_max_gpus,
+        user_max_running=args.user_max_running,
     )
 
 
@@ -442,6 +502,9 @@ def run_policies(
 
 def _print_tables(results: list[RunResult]) -> None:
     print(summary_table(results))
+    if any(result.users for result in results):
+        print()
+        print(user_table(results))
     for result in results:
         print()
         print(team_table(result))
@@ -451,6 +514,8 @@ def _write_files(
     out: Path, results: list[RunResult], setting: str, args: argparse.Namespace
 ) -> None:
     written = write_csvs(out, results, args.jobs_csv)
+    if any(result.users for result in results):
+        written += write_user_csvs(out, results)
     if not args.no_html:
         from .report import write_html
 

@@ -50,6 +50,7 @@ from .metrics import ClusterTracker, JobOutcome, RunResult, TeamTracker, summari
 from .policies import PolicySpec
 from .trace import Trace, TraceJob, build_nodes
 from .usage import UsageTracker
+from .users import UserShares, user_limits, user_rows, user_summary
 
 BACKLOG = "~backlog~"  # the depth bound's placeholder job (never placed, never decided)
 BACKLOG_ORDER = 1 << 62
@@ -93,6 +94,10 @@ class SimOptions:
     # this half-life, lowers its over-quota weight; 0 (the default, as in the portal): off.
     fairshare_half_life_s: float = 0.0
     fairshare_window_s: float = DEFAULT_WINDOW_S
+    # Per-user limits inside every team (R21.1, R21.2, issue 36): the default of each project's
+    # users; None: no limit (the default, as in the portal).
+    user_max_gpus: float | None = None
+    user_max_running: int | None = None
 
 
 class _Sim:
@@ -144,7 +149,10 @@ class Simulation:
         self._write_progress = progress or _stderr
         teams = list(cluster.quotas) + [t for t in trace.teams if t not in cluster.quotas]
         self.nodes = build_nodes(cluster.nodes, cluster.node_gpus, self._pools(teams))
+        self.user_limits = user_limits(self.options.user_max_gpus, self.options.user_max_running)
         self.projects = tuple(self._project(team, i) for i, team in enumerate(teams))
+        # the heaviest user's share while a teammate waits, when the trace has users (issue 36)
+        self.shares = UserShares(trace) if any(job.user for job in trace.jobs) else None
         self.limits = {
             p.name: to_milli(p.limit) if p.limit is not None else None for p in self.projects
         }
@@ -208,6 +216,7 @@ class Simulation:
             limit=quota if self.spec.quota_as_limit else None,
             node_pools=(team,) if self.spec.partition else (),
             order=order,
+            user_limits=self.user_limits,
         )
 
     def _orders(self) -> list[int]:
@@ -284,6 +293,8 @@ class Simulation:
         team = self.teams[sim.key[0]]
         team.change(t, demand=+sim.milli)
         team.add_pending(sim.milli)
+        if self.shares is not None:
+            self.shares.waits(sim.key[0], sim.trace.user, t, +1)
 
     def _complete(self, sim: _Sim, t: float) -> None:
         del self.running[sim.key]
@@ -292,6 +303,8 @@ class Simulation:
         self.tracker.change(t, alloc=-sim.milli, requested=-sim.requested)
         self.teams[sim.key[0]].change(t, alloc=-sim.milli, demand=-sim.milli)
         self._used(sim, t, -1)
+        if self.shares is not None:
+            self.shares.holds(sim.key[0], sim.trace.user, t, -sim.milli)
         if self.predictor is not None:
             trace_job = sim.trace
             self.predictor.learn(
@@ -321,6 +334,9 @@ class Simulation:
         team.change(now, alloc=+sim.milli)
         team.remove_pending(sim.milli)
         self._used(sim, now, +1)
+        if self.shares is not None:
+            self.shares.waits(sim.key[0], sim.trace.user, now, -1)
+            self.shares.holds(sim.key[0], sim.trace.user, now, +sim.milli)
         self._schedule_end(sim, job, now)
         return job
 
@@ -363,6 +379,9 @@ class Simulation:
         team.change(now, alloc=-sim.milli)
         team.add_pending(sim.milli)
         self._used(sim, now, -1)
+        if self.shares is not None:
+            self.shares.holds(sim.key[0], sim.trace.user, now, -sim.milli)
+            self.shares.waits(sim.key[0], sim.trace.user, now, +1)
 
     def _move(self, sim: _Sim, placement, now: float) -> None:
         self._stop_run(sim, now)
@@ -387,17 +406,26 @@ class Simulation:
     def _enqueue(self, job: Job) -> None:
         """A job becomes pending (submitted, or evicted: it keeps its order, R1.3)."""
         self.pending[job.key] = job
-        shape = (job.milli_per_pod, job.pods)
+        shape = self._shape(job)
         bisect.insort(self.queues[job.project].setdefault(shape, []), (self._rank(job), job.key))
         self.pending_count += 1
 
     def _dequeue(self, key: JobKey) -> Job:
         """A pending job starts: out of the pending set and its shape queue."""
         job = self.pending.pop(key)
-        queue = self.queues[job.project][(job.milli_per_pod, job.pods)]
+        queue = self.queues[job.project][self._shape(job)]
         del queue[bisect.bisect_left(queue, (self._rank(job), key))]
         self.pending_count -= 1
         return job
+
+    def _shape(self, job: Job) -> tuple:
+        """A pending job's queue within its team: its shape (GPUs per pod, pods), and with
+        per-user limits its user too: the depth bound's "a later job of the same shape cannot
+        start either" then holds per user (a job held by its user's limit, R21, says nothing
+        of a teammate's job of that shape)."""
+        if self.user_limits:
+            return (job.milli_per_pod, job.pods, job.user)
+        return (job.milli_per_pod, job.pods)
 
     def _rank(self, job: Job) -> tuple[int, int]:
         """A pending job's place in its shape queue: the core's R4.3 order (every job here has
@@ -782,7 +810,14 @@ class Simulation:
         if self.predictor is not None:
             summary["predicted_within_2x"] = _within_2x(outcomes)
         series = [(t, milli / 1000) for t, milli in self.tracker.series]
-        return RunResult(self.spec.name, self.cluster.label, outcomes, summary, team_rows, series)
+        users = user_rows(self.trace, outcomes) if self.shares is not None else []
+        if self.shares is not None:
+            for team in self.shares.teams.values():
+                team.advance(max(end_time, now))
+            summary.update(user_summary(users), heaviest_share=self.shares.share())
+        return RunResult(
+            self.spec.name, self.cluster.label, outcomes, summary, team_rows, series, users
+        )
 
     def _run_figures(self, wall: float) -> dict:
         """The summary's figures about the run itself rather than its jobs."""

@@ -236,6 +236,7 @@ class RunResult:
     summary: dict
     teams: list[dict]
     series: list[tuple[float, float]] = field(default_factory=list)
+    users: list = field(default_factory=list)  # per-user rows when the trace has users
 
 
 def _stats(values: list[float], prefix: str) -> dict[str, float]:

@@ -167,7 +167,8 @@
       cell(j.nodes.join(", ")), cell(gpus(j.allocated_gpus), "num"),
       el("td", { class: "num", data: { since: j.started_at } }, duration(since(j.started_at))),
       el("td", { class: "status-" + j.status }, j.status, j.stuck ? el("span", { class: "badge warn" }, " Stuck") : null),
-      cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"))));
+      cell(pct(j.utilization) + (j.utilization != null && j.utilization_simulated ? " (sim)" : ""), "num"),
+      cell(j.gpu_memory_used_bytes == null ? "–" : memory(j.gpu_memory_used_bytes), "num gpu-memory"))));
     const empty = body.closest(".card").querySelector(".empty");
     empty.hidden = ov.running.length > 0;
     empty.textContent = mine.partial ? `No job of your projects holds GPUs; other projects have ${ov.cluster.running_jobs} running.` : "No jobs hold GPUs.";
@@ -213,6 +214,7 @@
         const title = `GPU ${d.index}: ` + (d.failed ? "FAILED, out of service; " : "") +
           (d.outside ? "used outside Allot (a pod another scheduler placed); " : "") + `${gpus(d.allocated)} allocated` +
           (d.utilization == null ? "" : `, ${pct(d.utilization)} utilization`) +
+          (d.memory_used_bytes == null ? "" : `, ${memory(d.memory_used_bytes)} memory used`) +
           (names.length ? "\n" + names.join("\n") : "");
         return el("div", { class: "device" + (d.failed ? " failed" : "") + (d.outside ? " outside" : ""), title, role: "img", "aria-label": title,
                            data: { allocated: d.allocated } },

@@ -65,3 +65,10 @@ def test_the_dashboard_is_grafana_json_over_exported_metrics_only():
     # the panels: the overview over time, cycle latency, pending by project, evictions
     assert {"allot_project_allocated_gpus", "allot_cycle_stage_duration_seconds_bucket",
             "allot_project_pending_jobs", "allot_evictions_total"} <= used  # fmt: skip
+    # and the rest of the metrics: start latency, the agent's API errors and back-offs
+    assert {"allot_job_start_latency_seconds_bucket", "allot_agent_api_errors_total",
+            "allot_agent_backoff_seconds_total", "allot_agent_backoffs_total"} <= used  # fmt: skip
+    by_pool = [
+        t["expr"] for p in dashboard["panels"] for t in p["targets"] if "node_pool" in t["expr"]
+    ]
+    assert by_pool, "no panel splits by node pool"

@@ -10,7 +10,8 @@ from rest_framework import serializers
 from portal.api.fields import StrictModelSerializer
 from portal.api.serializers.jobs import _no_django_validation_error
 from portal.api.serializers.quantities import MibField, QuantityField
-from portal.cluster.models import MAX_GPUS_PER_NODE, Node
+from portal.cluster import topology
+from portal.cluster.models import MAX_GPUS_PER_NODE, Node, PoolTopology
 from portal.core.validators import validate_dns_label, validate_dns_subdomain
 from portal.jobs.models import HOLDING, Job
 from scheduler.quantity import MIB, mib_ceil
@@ -100,6 +101,12 @@ class NodeSerializer(StrictModelSerializer):
         help_text="indexes of GPUs out of service, each below gpus: nothing is placed on them "
         "and the jobs on them are moved or stopped by the next cycle",
     )  # fmt: skip
+    labels = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=63, trim_whitespace=False),
+        required=False,
+        help_text='the node\'s labels, e.g. {"example.com/rack": "r1"}: its pool\'s topology '
+        "levels group nodes by them (issue 38); the Kubernetes agent copies a real node's",
+    )
     allocated_gpus = serializers.SerializerMethodField()
     allocated_cpu_millis = serializers.SerializerMethodField()
     allocated_memory_mib = serializers.SerializerMethodField()
@@ -121,6 +128,7 @@ class NodeSerializer(StrictModelSerializer):
             "memory_mib",
             "failed_devices",
             "failed_in_cluster",
+            "labels",
             "allocated_gpus",
             "allocated_cpu_millis",
             "allocated_memory_mib",
@@ -153,6 +161,13 @@ class NodeSerializer(StrictModelSerializer):
             use = self.context["node_requests"] = node_requests()
         return use
 
+    def validate_labels(self, labels: dict) -> dict:
+        for key, value in labels.items():
+            problem = topology.key_problem(key) or topology.value_problem(value)
+            if problem:
+                raise serializers.ValidationError(problem)
+        return labels
+
     def validate_failed_devices(self, devices: list[int]) -> list[int]:
         return sorted(set(devices))
 
@@ -170,3 +185,43 @@ class NodeSerializer(StrictModelSerializer):
         if self.instance is not None and name != self.instance.name:
             raise serializers.ValidationError("a node's name cannot be changed")
         return name
+
+
+class PoolTopologySerializer(StrictModelSerializer):
+    """A node pool's topology levels, widest first (issue 38, R23.1)."""
+
+    create_only = ("pool",)
+
+    pool = serializers.CharField(
+        max_length=63, validators=[_no_django_validation_error(validate_dns_label)]
+    )
+    levels = serializers.ListField(
+        child=serializers.CharField(max_length=317),
+        min_length=1,
+        max_length=topology.MAX_LEVELS,
+        help_text='node label keys, widest domain first, e.g. ["example.com/block", '
+        '"example.com/rack", "kubernetes.io/hostname"]; a job names one by key or by '
+        "the part after the last '/'",
+    )
+
+    class Meta:
+        model = PoolTopology
+        fields = ["pool", "levels", "updated_at"]
+        read_only_fields = ["updated_at"]
+        validators = []  # a pool's row is replaced by PUT, not refused as a duplicate
+
+    def validate_levels(self, levels: list[str]) -> list[str]:
+        for key in levels:
+            problem = topology.key_problem(key)
+            if problem:
+                raise serializers.ValidationError(problem)
+        twice = sorted({key for key in levels if levels.count(key) > 1})
+        if twice:
+            raise serializers.ValidationError(f"{twice[0]!r} is listed twice")
+        shorts = [topology.short(key) for key in levels]
+        clash = sorted({name for name in shorts if shorts.count(name) > 1})
+        if clash:
+            raise serializers.ValidationError(
+                f"two levels have the short name {clash[0]!r}: a job could not tell them apart"
+            )
+        return levels

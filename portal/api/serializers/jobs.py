@@ -20,6 +20,7 @@ from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
 from portal.api.serializers.quantities import GpuMemoryField, MibField, QuantityField
 from portal.cluster.models import Node
+from portal.cluster.topology import known_levels, landing
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
@@ -223,6 +224,17 @@ class JobSerializer(StrictModelSerializer):
         required=False,
         help_text="your own estimate of the run time in seconds; caps the predicted run time",
     )
+    topology = serializers.DictField(
+        child=serializers.CharField(max_length=317),
+        required=False,
+        help_text='{"required": level} (every pod inside one domain of that level, or wait) '
+        'and/or {"preferred": level} (packed as tightly as it can be, falling back a level '
+        "at a time); a level of a node pool's topology by label key or short name (issue 38)",
+    )
+    domain = serializers.SerializerMethodField(
+        help_text="for a job with a topology constraint, the narrowest domain holding all its "
+        "pods, e.g. 'rack r3' (R23.1); '' otherwise, or while it holds no node"
+    )
     allocated_gpus = serializers.SerializerMethodField()
     nodes = serializers.SerializerMethodField()
     wait_s = serializers.SerializerMethodField()
@@ -281,6 +293,8 @@ class JobSerializer(StrictModelSerializer):
             "volumes",
             "sim_duration_s",
             "estimate_s",
+            "topology",
+            "domain",
             "status",
             "allocated_gpus",
             "nodes",
@@ -361,6 +375,13 @@ class JobSerializer(StrictModelSerializer):
     def get_nodes(self, job: Job) -> list[str]:
         return job.nodes
 
+    def get_domain(self, job: Job) -> str:
+        """Only for a job with a constraint: the lookup (two queries per request, however many
+        jobs) is not paid by pages of jobs that never asked for a domain."""
+        if not job.topology:
+            return ""
+        return landing(job.nodes, self.context.setdefault("topology", {}))
+
     def get_warnings(self, job: Job) -> list[str]:
         return self.context.get("warnings", {}).get((job.project.name, job.name), [])
 
@@ -410,6 +431,25 @@ class JobSerializer(StrictModelSerializer):
                 "whose configuration the portal sets; set it inside the notebook instead"
             )
         return env
+
+    def validate_topology(self, value: dict) -> dict:
+        """{"required": level} and/or {"preferred": level}, each a level some node pool has
+        (R23.2, R23.3): a level no pool has is a 400 naming it and the levels there are."""
+        unknown = sorted(set(value) - {"required", "preferred"})
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown key {unknown[0]!r}: give required and/or preferred"
+            )
+        if "known_levels" not in self.context:
+            self.context["known_levels"] = known_levels()
+        known = self.context["known_levels"]
+        for kind, level in value.items():
+            if level not in known:
+                names = ", ".join(sorted(known)) or "none: no node pool has a topology"
+                raise serializers.ValidationError(
+                    f"{kind}: {level!r} is not a topology level of any node pool (levels: {names})"
+                )
+        return value
 
     def validate_volumes(self, volumes: list[dict]) -> list[dict]:
         paths = [volume["mount_path"] for volume in volumes]

@@ -6,9 +6,9 @@ from rest_framework import generics
 
 from portal import access
 from portal.api.permissions import ClusterAdminWrites
-from portal.api.serializers.cluster import NodeSerializer
+from portal.api.serializers.cluster import NodeSerializer, PoolTopologySerializer
 from portal.cluster import services
-from portal.cluster.models import Node
+from portal.cluster.models import Node, PoolTopology
 
 
 class NodeContextMixin:
@@ -50,3 +50,34 @@ class NodeDetail(NodeContextMixin, generics.RetrieveUpdateDestroyAPIView):
 
     def perform_destroy(self, node):
         services.delete_node(node)
+
+
+class PoolTopologyList(generics.ListCreateAPIView):
+    """GET every node pool's topology levels; POST one pool's (cluster admins; a pool that has
+    levels gets them replaced, as a PUT of its detail would)."""
+
+    serializer_class = PoolTopologySerializer
+    permission_classes = [ClusterAdminWrites]
+    queryset = PoolTopology.objects.order_by("pool")
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = services.set_pool_topology(data["pool"], data["levels"])
+
+
+class PoolTopologyDetail(generics.RetrieveUpdateDestroyAPIView):
+    """GET, PUT or PATCH (its levels) or DELETE one pool's topology; writes are for cluster
+    admins. Deleting it leaves the pool without domains (R23.4)."""
+
+    serializer_class = PoolTopologySerializer
+    permission_classes = [ClusterAdminWrites]
+    queryset = PoolTopology.objects.all()
+    lookup_field = "pool"
+    lookup_url_kwarg = "pool"
+
+    def perform_update(self, serializer):
+        levels = serializer.validated_data.get("levels", serializer.instance.levels)
+        serializer.instance = services.set_pool_topology(serializer.instance.pool, levels)
+
+    def perform_destroy(self, row):
+        services.delete_pool_topology(row)

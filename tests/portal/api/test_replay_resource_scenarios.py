@@ -44,12 +44,15 @@ def _keys(value) -> set[str]:
 def resource_scenarios() -> list[Path]:
     """Every scenario that uses a field of issue 26 (CPU, memory, GPU memory, failed devices).
     Budget scenarios (R20) move the scenario's clock, which a live portal cannot: they are
-    replayed through the portal's cycle in tests/portal/scheduling/test_budgets.py."""
+    replayed through the portal's cycle in tests/portal/scheduling/test_budgets.py; so do the
+    reservation scenarios (R22), whose portal side is tests/portal/reservations/."""
     return [
         p
         for p in sorted(SCENARIOS.glob("*.json"))
         if _keys(scenario := json.loads(p.read_text())) & RESOURCE_KEYS
         and "budgets" not in scenario
+        and "reservations" not in scenario
+        and "book" not in _keys(scenario)
     ]
 
 

@@ -57,7 +57,7 @@ def _schemathesis(url: str, token: str) -> subprocess.CompletedProcess:
          "--checks", "all", "--exclude-checks", EXCLUDED_CHECKS, "--generation-allow-x00", "false",
          "--max-examples", "10", "--workers", "1", "--seed", "4858",
          "--no-color", *exclusions],
-        capture_output=True, text=True, timeout=900, cwd=ROOT, env={**os.environ, **hooks},
+        capture_output=True, text=True, timeout=1800, cwd=ROOT, env={**os.environ, **hooks},
     )  # fmt: skip
 
 

@@ -118,3 +118,36 @@ def test_dcgm_exporter_text_gives_device_and_job_utilization_and_the_idle_job(k8
              for node in overview["nodes"] for device in node["devices"]}  # fmt: skip
     for key in devices:
         assert shown[key] == pytest.approx(0.87 if key in busy else 0.02), key
+
+
+def test_dcgm_framebuffer_used_is_each_devices_and_jobs_gpu_memory_in_bytes(k8s, exporter):
+    page, _ = exporter
+    k8s.project("team-a", 4)
+    k8s.submit("team-a", "busy", gpus=2)
+    k8s.submit("team-a", "idle", gpus=1)
+    k8s.settle()
+    devices: dict[tuple[str, int], tuple[str, str] | None] = {
+        (node, index): None for node in ("dgx1-1", "dgx1-2") for index in range(8)
+    }
+    busy = set()
+    for name in ("busy", "idle"):
+        (pod,) = k8s.job("team-a", name).placement
+        for index in pod["devices"]:
+            devices[(pod["node"], index)] = ("allot-team-a", f"{name}-0")
+            if name == "busy":
+                busy.add((pod["node"], index))
+    page["text"] = exporter_text(devices, busy)
+    k8s.cycle()
+
+    overview = build_full_overview()
+    used = {job["name"]: job["gpu_memory_used_bytes"] for job in overview["running"]}
+    assert used == {"busy": 2 * 30310 * 2**20, "idle": 500 * 2**20}  # two devices at 30310 MiB
+    shown = {(node["name"], device["index"]): device["memory_used_bytes"]
+             for node in overview["nodes"] for device in node["devices"]}  # fmt: skip
+    for key in devices:
+        assert shown[key] == (30310 if key in busy else 500) * 2**20, key
+    page["text"] = ""  # the exporter reports nothing: unknown, never a made-up 0
+    k8s.cycle()
+    overview = build_full_overview()
+    assert {job["gpu_memory_used_bytes"] for job in overview["running"]} == {None}
+    assert {d["memory_used_bytes"] for n in overview["nodes"] for d in n["devices"]} == {None}

@@ -53,15 +53,17 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     samples = scrape()
     rows = {row["name"]: row for row in build_full_overview()["projects"]}
 
-    def gauge(name: str, project: str) -> float:
-        return samples[(name, (("project", project),))]
+    def gauge(name: str, project: str, pool: str | None = None) -> float:
+        pooled = () if pool is None else (("node_pool", pool),)
+        return samples[(name, (*pooled, ("project", project)))]
 
-    assert gauge("allot_project_allocated_gpus", "team-a") == rows["team-a"]["allocated_gpus"] == 3
+    assert (gauge("allot_project_allocated_gpus", "team-a", "default")
+            == rows["team-a"]["allocated_gpus"] == 3)  # fmt: skip
     assert gauge("allot_project_quota_gpus", "team-b") == 2
     assert gauge("allot_project_fair_share_gpus", "team-a") == rows["team-a"]["fair_share"]
-    assert gauge("allot_project_allocated_cpu_cores", "team-a") == 2.0
-    assert gauge("allot_project_allocated_memory_bytes", "team-a") == 1024 * 1024 * 1024
-    assert gauge("allot_project_running_jobs", "team-a") == 1
+    assert gauge("allot_project_allocated_cpu_cores", "team-a", "default") == 2.0
+    assert gauge("allot_project_allocated_memory_bytes", "team-a", "default") == 1024**3
+    assert gauge("allot_project_running_jobs", "team-a", "default") == 1
     assert gauge("allot_project_pending_jobs", "team-b") == 1
     assert cluster.job("team-b", "big").status == Status.PENDING
     assert gauge("allot_project_oldest_pending_seconds", "team-b") >= 0
@@ -69,6 +71,40 @@ def test_project_gauges_equal_the_overview(cluster, scrape):
     assert gauge("allot_job_submissions_total", "team-a") == 1
     cluster.submit("team-a", "train-2", gpus=1)
     assert scrape()[("allot_job_submissions_total", (("project", "team-a"),))] == 2
+
+
+def test_what_projects_hold_is_split_by_node_pool_as_the_overview_splits_it(cluster, scrape):
+    cluster.node("a1", 4, pool="a100")
+    cluster.node("v1", 8, pool="v100")
+    cluster.project("team-a", 8)  # any pool
+    cluster.project("team-b", 4, node_pools=["v100"])
+    cluster.submit("team-a", "gang", gpus=4, pods=2, cpu_millis=1000)  # 4 + 4: both pools
+    cluster.submit("team-b", "one", gpus=2)
+    cluster.cycle()
+    rows = {row["name"]: row for row in build_full_overview()["projects"]}
+    pools = {name: {p["pool"]: p for p in row["pools"]} for name, row in rows.items()}
+    assert sorted(pools["team-a"]) == ["a100", "v100"] and sorted(pools["team-b"]) == ["v100"]
+    assert {p: pools["team-a"][p]["allocated_gpus"] for p in ("a100", "v100")} == {
+        "a100": 4, "v100": 4,
+    }  # fmt: skip
+    samples = scrape()
+
+    def gauge(name: str, project: str, pool: str) -> float:
+        return samples[(name, (("node_pool", pool), ("project", project)))]
+
+    for project, pool in (("team-a", "a100"), ("team-a", "v100"), ("team-b", "v100")):
+        row = pools[project][pool]
+        assert gauge("allot_project_allocated_gpus", project, pool) == row["allocated_gpus"]
+        assert gauge("allot_project_allocated_cpu_cores", project, pool) == (
+            row["allocated_cpu_millis"] / 1000
+        )
+    assert gauge("allot_project_allocated_gpus", "team-b", "v100") == 2
+    assert gauge("allot_project_allocated_cpu_cores", "team-a", "a100") == 1.0
+    running = [gauge("allot_project_running_jobs", "team-a", p) for p in ("a100", "v100")]
+    assert sorted(running) == [0, 1]  # the gang counts once, where its first pod runs
+    assert ("allot_project_allocated_gpus", (("node_pool", "a100"), ("project", "team-b"))) not in (
+        samples
+    )  # team-b may not use the a100 pool
 
 
 def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
@@ -94,6 +130,42 @@ def test_cycle_histogram_and_evictions_add_up_over_cycles(cluster, scrape):
     assert samples[("allot_cycle_decisions_total", (("kind", "start"),))] >= 1
     (action,) = {d.action for d in reclaim.decisions if d.kind == "evict"}
     assert samples[("allot_evictions_total", (("reason", action),))] == 1
+
+
+def test_start_latency_is_a_histogram_of_each_jobs_first_start(cluster, scrape, clock):
+    cache.clear()
+    cluster.node("n1", 4)
+    cluster.project("team-a", 0)
+    cluster.project("team-b", 4)
+    cluster.submit("team-a", "borrower", gpus=4)
+    clock.advance(40)  # the first cycle comes 40 s (+ the clock's lead) after the submission
+    cluster.cycle()
+    borrower = cluster.job("team-a", "borrower")
+    waited = (borrower.runs.get(number=1).started_at - borrower.submitted_at).total_seconds()
+    assert 40 < waited < 120
+    cluster.submit("team-b", "owner", gpus=4)
+
+    def cycle():
+        clock.advance(1)  # every cycle sees its own time, as it does outside tests
+        cluster.cycle()
+
+    cycle()  # team-b reclaims its quota: the borrower is evicted...
+    cycle()
+    assert cluster.job("team-b", "owner").status != Status.PENDING
+    cluster.delete("team-b", "owner")
+    cycle()
+    cycle()  # ...and started again: not a first start
+    assert cluster.job("team-a", "borrower").runs.count() == 2
+    samples = scrape()
+
+    def series(name: str, project: str, le: str | None = None) -> float:
+        labels = (("le", le), ("project", project)) if le else (("project", project),)
+        return samples[(f"allot_job_start_latency_seconds_{name}", labels)]
+
+    assert series("count", "team-a") == 1 and series("count", "team-b") == 1
+    assert series("sum", "team-a") == pytest.approx(waited, abs=1e-3)
+    assert series("bucket", "team-a", "30.0") == 0 and series("bucket", "team-a", "120.0") == 1
+    assert series("bucket", "team-a", "+Inf") == 1
 
 
 def test_request_latency_is_labelled_by_route_name_not_path(scrape, cluster_admin):

@@ -97,7 +97,7 @@ def test_promql_gives_the_overviews_gpus_and_the_cycles_p95(cluster, prometheus,
     assert allocated == {"team-a": 3.0, "team-b": 2.0}
     result = _await(
         prometheus,
-        'allot_project_allocated_gpus{project="team-a"}',
+        'sum(allot_project_allocated_gpus{project="team-a"})',
         lambda result: float(result[0]["value"][1]) == allocated["team-a"],
     )
     assert float(result[0]["value"][1]) == 3.0

@@ -1,0 +1,50 @@
+"""Per-user limits inside a project as the rest of the portal reads them (issue 36,
+docs/user-fairness.md): the limits in force for one user (a submission's pending cap, the pages)
+and every project's limits as the scheduling core takes them (R21.1-R21.3)."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from portal.tenancy.models import Project, UserLimit
+from scheduler import UserLimit as CoreLimit
+
+CORE_FIELDS = ("max_gpus", "max_running", "max_interactive")  # what the core enforces
+
+
+def in_force(project: Project, user) -> dict:
+    """{field: value or None} of `user`'s limits in `project`: their override field by field over
+    the project default (None: no limit), as `scheduler.userlimits.effective_limit` overlays
+    them; an anonymous submitter (`user` None) gets the default."""
+    who = Q(user__isnull=True)
+    if user is not None and user.pk is not None:
+        who |= Q(user=user)
+    rows = UserLimit.objects.filter(who, project=project)
+    values = dict.fromkeys(UserLimit.FIELDS)
+    for row in sorted(rows, key=lambda row: row.user_id is not None):  # the default first
+        for field in UserLimit.FIELDS:
+            if getattr(row, field) is not None:
+                values[field] = getattr(row, field)
+    return values
+
+
+def for_core() -> dict[int, tuple[CoreLimit, ...]]:
+    """Every project's limits as `scheduler.model.UserLimit` entries, by project id, in one query:
+    the default as user "" and each override by username. A row that sets none of the core's
+    fields (only `max_pending`) is left out, so a project with pending caps only costs the cycle
+    nothing (the core never counts its jobs per user)."""
+    rows = UserLimit.objects.order_by("project_id", "id").values_list(
+        "project_id", "user__username", *CORE_FIELDS
+    )
+    limits: dict[int, list[CoreLimit]] = {}
+    for project_id, username, gpus, running, interactive in rows:
+        if gpus is None and running is None and interactive is None:
+            continue
+        entry = CoreLimit(
+            user=username or "",
+            max_gpus=None if gpus is None else float(gpus),
+            max_running=running,
+            max_interactive=interactive,
+        )
+        limits.setdefault(project_id, []).append(entry)
+    return {project_id: tuple(entries) for project_id, entries in limits.items()}
