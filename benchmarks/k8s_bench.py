@@ -64,6 +64,7 @@ from agents.kubernetes.names import namespace_for
 LAB = ROOT / "scripts" / "k8s-lab"
 LAB_PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager", "kwok")
 FLOOR = "allot-bench/floor"  # on the floor's pods, which the stock kube-scheduler places
+FLOOR_PROCESSES = (*LAB_PROCESSES, "kube-scheduler")
 DATABASE = "allot_bench_k8s"
 REDIS_URL = "redis://127.0.0.1:6379/10"  # a database of its own: the benchmark flushes it
 PORT = 18010  # not bench-portal's, so both may run
@@ -192,17 +193,24 @@ def _running(pod: dict) -> bool:
             and bool(containers) and all(c.get("ready") for c in containers))  # fmt: skip
 
 
+def pooled_client(kubeconfig: Path, threads: int):
+    """An API client for `threads` client threads: one pooled connection per thread."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    configuration.connection_pool_maxsize = threads
+    return client.ApiClient(configuration)
+
+
 class ExternalJobs:
     """Jobs made by another tool: created straight on the API server with the official client,
     each an indexed batch/v1 Job of one 1-GPU pod that asks for Allot by `schedulerName`."""
 
     def __init__(self, kubeconfig: Path, threads: int):
-        from kubernetes import client, config
+        from kubernetes import client
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-        configuration.connection_pool_maxsize = threads  # one connection per thread
-        api = client.ApiClient(configuration)
+        api = pooled_client(kubeconfig, threads)
         self.core, self.batch, self.threads = client.CoreV1Api(api), client.BatchV1Api(api), threads
         self.namespaces: set[str] = set()
 
@@ -298,12 +306,9 @@ class FloorPods:
     default), in namespaces `floor-NNN` of their own; what KAI's scale test compares with."""
 
     def __init__(self, kubeconfig: Path, threads: int):
-        from kubernetes import client, config
+        from kubernetes import client
 
-        configuration = client.Configuration()
-        config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
-        configuration.connection_pool_maxsize = threads
-        self.core, self.threads = client.CoreV1Api(client.ApiClient(configuration)), threads
+        self.core, self.threads = client.CoreV1Api(pooled_client(kubeconfig, threads)), threads
 
     def namespaces(self, names: list[str]) -> None:
         """Made, each with its default service account (a pod is refused before it exists)."""
@@ -368,12 +373,13 @@ def floor_pod(name: str) -> dict:
     }
 
 
-def lab_cpu_seconds(lab_dir: Path) -> dict:
-    """CPU seconds so far of the lab's processes, the stock scheduler and this client."""
+def lab_cpu_seconds(lab_dir: Path, names: tuple[str, ...] = LAB_PROCESSES) -> dict:
+    """CPU seconds so far of the lab's processes `names` (0 for one not running) and of this
+    client."""
     import psutil
 
     parts = {}
-    for name in (*LAB_PROCESSES, "kube-scheduler"):
+    for name in names:
         try:
             times = psutil.Process(int((lab_dir / "run" / f"{name}.pid").read_text())).cpu_times()
             parts[name] = times.user + times.system
@@ -395,7 +401,7 @@ def floor_part(lab_dir: Path, counter: PodCounter, args) -> dict:
     lab("kube-scheduler", "on", "--dir", str(lab_dir))
     try:
         client.namespaces(names)
-        before = lab_cpu_seconds(lab_dir)
+        before = lab_cpu_seconds(lab_dir, FLOOR_PROCESSES)
         start = time.monotonic()
         submitted = client.submit(pods)
         print(f"floor: created {len(pods)} pods in {submitted:.1f} s")
@@ -409,7 +415,7 @@ def floor_part(lab_dir: Path, counter: PodCounter, args) -> dict:
 
         wait_until(done, args.timeout)
         end = time.monotonic()
-        after = lab_cpu_seconds(lab_dir)
+        after = lab_cpu_seconds(lab_dir, FLOOR_PROCESSES)
         running = counter.count("floor-")[1]
     finally:
         client.remove(names)
@@ -468,15 +474,7 @@ def cpu_seconds(stack: Stack, lab_dir: Path) -> dict:
     per process (`spent` counts the backends that were there before from where they were)."""
     import psutil
 
-    parts = stack.cpu_seconds()
-    for name in LAB_PROCESSES:
-        try:
-            times = psutil.Process(int((lab_dir / "run" / f"{name}.pid").read_text())).cpu_times()
-            parts[name] = times.user + times.system
-        except (OSError, ValueError, psutil.NoSuchProcess):
-            parts[name] = 0.0
-    own = psutil.Process().cpu_times()
-    parts["bench_client"] = own.user + own.system
+    parts = stack.cpu_seconds() | lab_cpu_seconds(lab_dir)
     postgres = {}
     for process in psutil.process_iter(["name", "cpu_times"]):
         if process.info["name"] == "postgres" and process.info["cpu_times"]:

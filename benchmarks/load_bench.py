@@ -7,7 +7,8 @@ production (`stack.py`). Every request's latency is kept; a non-2xx answer or a 
 is an error.
 
 Prints a line per request kind and, last, one JSON object with `requests`, `errors`,
-`requests_per_s`, `p50_ms`, `p95_ms`, `p99_ms`, `max_ms` and the same per kind.
+`requests_per_s`, `p50_ms`, `p95_ms`, `p99_ms`, `max_ms`, the CPU seconds of each part and
+the web tier's CPU milliseconds per request (issue 39), and the figures per kind.
 Target (issue 25): p95 < 300 ms with 0 errors.
 """
 
@@ -101,11 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     cpu = {part: round(after[part] - before[part], 1) for part in after}
     print(f"CPU seconds during the load: {cpu}")
     kinds = {kind: figures(samples, args.seconds) for kind, samples in seen.items()}
+    answered = sum(len(samples) for samples in seen.values())
+    web_ms = round(cpu["web"] * 1000 / answered, 1) if answered else None
+    print(f"web CPU per request: {web_ms} ms (issue 39: at most 4)")
     for kind, numbers in kinds.items():
         print(f"{kind}: {numbers}")
     summary = {"clients": args.clients, "seconds": args.seconds, "web_processes": args.web,
                **figures([s for samples in seen.values() for s in samples], args.seconds),
-               "cpu_s": cpu, "kinds": kinds}  # fmt: skip
+               "cpu_s": cpu, "web_cpu_ms_per_request": web_ms, "kinds": kinds}  # fmt: skip
     print(json.dumps(summary))
     return 0 if summary["errors"] == 0 else 1
 

@@ -16,7 +16,7 @@ from django.http import Http404
 from portal.jobs import grants
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.models import Job, JobRun, SessionGrant
-from portal.jobs.redaction import redactor
+from portal.jobs.redaction import redactor, redactor_when_needed
 from portal.jobs.services import project_health
 from portal.tenancy.models import ApiToken, Membership, Project, Role, UserLimit
 
@@ -79,8 +79,10 @@ def texts_for(user) -> Callable[[str], str]:
     project's job" unless they are a cluster admin (issue 32 item 7, `portal.jobs.redaction`)."""
     if is_cluster_admin(user):
         return redactor(None, ())
-    visible = set(projects_for(user).values_list("name", flat=True))
-    return redactor(visible, Project.objects.values_list("name", flat=True))
+    return redactor_when_needed(lambda: (
+        set(projects_for(user).values_list("name", flat=True)),
+        Project.objects.values_list("name", flat=True),
+    ))  # fmt: skip
 
 
 def get_project_for(user, name: str) -> Project:

@@ -123,6 +123,10 @@ class Project:
     project at the top level. `cpu_limit_millis` and `memory_limit_bytes` cap the CPU and memory its
     running jobs may hold together, as `limit` caps GPUs (R3.1); None means no limit. Fair share
     stays in GPUs, as in Run:AI (issue 26).
+
+    `user_fair_share` divides the project's fair share among its active users (issue 36,
+    R21.4-R21.8, docs/user-fairness.md): off by default, and then nothing is counted per user.
+    `user_weights` are `(user, weight)` pairs for that division; a user not listed weighs 1.
     """
 
     name: str
@@ -138,6 +142,8 @@ class Project:
     cpu_limit_millis: int | None = None
     memory_limit_bytes: int | None = None
     user_limits: tuple[UserLimit, ...] = ()
+    user_fair_share: bool = False
+    user_weights: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -439,6 +445,8 @@ class Plan:
     it, in plain words. `allocated` is each project's GPUs after the plan.
     `reservations` maps each job still pending with a backfill reservation (B1, B5) to the
     predicted time it starts, on the snapshot's clock; empty without `Policy.backfill`.
+    `user_fair_shares` maps each project with user fair share to its active users' fair shares
+    in GPUs (R21.4); empty when no project has it on.
     """
 
     decisions: tuple[Decision, ...]
@@ -446,6 +454,7 @@ class Plan:
     pending_reasons: dict[JobKey, str]
     allocated: dict[str, float] = field(default_factory=dict)
     reservations: dict[JobKey, float] = field(default_factory=dict)
+    user_fair_shares: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

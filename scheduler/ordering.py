@@ -5,6 +5,11 @@ level the child with the smallest R4.1 key (computed with the best job of its su
 after a pop the keys of the popped path are recomputed, so shares update as jobs are placed
 within one pass (R4.2). Sibling keys do not depend on each other, so a heap per parent is exact.
 :class:`VictimQueue` yields running jobs in the reverse order (R8.1).
+
+With user fair share (R21.4, R21.7) a project's jobs sit in its users' queues one level below
+it, so the same walk picks the user furthest under their share first, and the same victim order
+takes first from the user most over theirs; jobs are keyed by their leaf queue
+(:func:`~scheduler.queues.leaf_of`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
 from .model import Job
-from .queues import QueueState
+from .queues import QueueState, leaf_of
 
 
 def job_order_key(job: Job) -> tuple:
@@ -44,8 +49,9 @@ class JobQueues:
         self.queues = queues
         self.jobs: dict[str, deque[Job]] = {}
         for job in sorted(jobs, key=job_order_key):
-            if job.project in queues:
-                self.jobs.setdefault(job.project, deque()).append(job)
+            leaf = leaf_of(queues, job)
+            if leaf is not None:
+                self.jobs.setdefault(leaf.name, deque()).append(job)
         self.heaps: dict[str | None, list] = {}
         self.version: dict[str, int] = {}
         self.counter = 0
@@ -67,7 +73,7 @@ class JobQueues:
 
     def _head(self, queue: QueueState) -> Job | None:
         """The next job of a queue's subtree (the head of its best child for a department)."""
-        if queue.is_project:
+        if queue.leaf:
             pending = self.jobs.get(queue.name)
             return pending[0] if pending else None
         top = self._top(queue.name)
@@ -107,7 +113,7 @@ class JobQueues:
         """The next job in allocation order, or None when every queue is empty."""
         self._flush()
         queue = self._top(None)
-        while queue is not None and not queue.is_project:
+        while queue is not None and not queue.leaf:
             queue = self._top(queue.name)
         if queue is None:
             return None
@@ -185,15 +191,16 @@ class VictimQueue:
                 job = self._next_of(name)
                 if job is None:
                     continue
-                key = self._key(self.queues[name], job)
+                key = self._key(self.queues[name], job)  # `name` is the job's leaf
                 if best_key is None or key < best_key:
                     best, best_key = job, key
             if best is None:
                 return
+            leaf = leaf_of(self.queues, best)
             if self.need is None:
-                self.cursor[best.project] += 1
+                self.cursor[leaf.name] += 1
             self.popped.add(best.key)
-            queue: QueueState | None = self.queues[best.project]
+            queue: QueueState | None = leaf
             while queue is not None:
                 self.taken[queue.name] = self._taken(queue) + best.milli_total
                 queue = queue.parent
@@ -208,9 +215,9 @@ class VictimQueue:
 
 
 class ActionVictims:
-    """The running preemptible jobs an action may take victims from, grouped by project and
-    sorted once per action in R8.1 order; each search gets a :class:`VictimQueue` over some of
-    the projects."""
+    """The running preemptible jobs an action may take victims from, grouped by leaf queue (the
+    project, or the user's queue with user fair share, R21.4) and sorted once per action in R8.1
+    order; each search gets a :class:`VictimQueue` over some of the leaves."""
 
     def __init__(
         self,
@@ -224,7 +231,7 @@ class ActionVictims:
         self.by_queue: dict[str, list[Job]] = {}
         for job in jobs:
             if job.preemptible:
-                self.by_queue.setdefault(job.project, []).append(job)
+                self.by_queue.setdefault(leaf_of(queues, job).name, []).append(job)
         for listed in self.by_queue.values():
             listed.sort(key=victim_order_key)
         self.queues = queues
@@ -233,8 +240,8 @@ class ActionVictims:
         self.base: dict[str, int] = {}
 
     def lowest_priority(self, project: str) -> tuple[int, int] | None:
-        """Rank (priority, then band, L2) of the project's lowest-priority victim still alive,
-        or None."""
+        """Rank (priority, then band, L2) of the leaf queue's (a project's, or a user's in it,
+        R21.8) lowest-priority victim still alive, or None."""
         jobs = self.by_queue.get(project, ())
         index = self.base.get(project, 0)
         while index < len(jobs) and not self.alive(jobs[index]):
@@ -247,8 +254,8 @@ class ActionVictims:
     def queue(
         self, projects: Iterable[str], demand: int, keep: Callable[[Job], bool] | None = None
     ) -> VictimQueue:
-        """Victims from `projects` (optionally only jobs `keep` accepts) for a job asking
-        `demand` thousandths, in R8.1 order (or the E5 option's)."""
+        """Victims from the leaf queues named `projects` (optionally only jobs `keep` accepts)
+        for a job asking `demand` thousandths, in R8.1 order (or the E5 option's)."""
         lists = {p: self.by_queue[p] for p in projects if p in self.by_queue}
         if keep is None:
             victims = VictimQueue(lists, self.queues, self.total, self.alive, self.base)

@@ -1,10 +1,17 @@
 """Queues (projects and departments) during a cycle: quotas, fair shares, allocated counters,
-and the keys that order them for allocation (R4.1) and for giving up victims (R8.1)."""
+and the keys that order them for allocation (R4.1) and for giving up victims (R8.1).
+
+A project with `user_fair_share` (issue 36, R21.4-R21.8, docs/user-fairness.md) gets one more
+level below it: a queue per active user, so the same division (R2), order (R4.1, R8.1) and
+reclaim rules (R9) that run between projects run between the people of the project. Those user
+queues are the leaves their jobs count in (:func:`leaf_of`); everything that speaks of the
+project itself (limits, quota, pools) still reads the project's queue.
+"""
 
 from __future__ import annotations
 
 from .fairshare import Share, divide_tree
-from .model import Job, Snapshot, to_milli
+from .model import Job, Project, Snapshot, to_milli
 
 NO_SHARE_PENALTY = 1000  # R4.1.5: allocatable 0 -> value x 1000
 
@@ -23,6 +30,7 @@ class QueueState:
         "deserved",
         "fair_share",
         "is_project",
+        "leaf",
         "limit",
         "memory_limit",
         "name",
@@ -32,6 +40,8 @@ class QueueState:
         "preempt_min_runtime_s",
         "priority",
         "reclaim_min_runtime_s",
+        "user",
+        "users",
         "weight",
     )
 
@@ -55,6 +65,19 @@ class QueueState:
         self.memory_limit: int | None = None
         self.reclaim_min_runtime_s: float | None = None  # R7.4; None inherits
         self.preempt_min_runtime_s: float | None = None
+        # R21.4: a user's queue below a project with user fair share carries the user's name;
+        # such a project maps its active users to their queues. A leaf holds jobs directly.
+        self.user: str | None = None
+        self.users: dict[str, QueueState] = {}
+        self.leaf = is_project
+
+    @property
+    def label(self) -> str:
+        """How reasons name the queue: the project or department, or "ann in team-a"."""
+        if self.user is None:
+            return self.name
+        who = self.user or "the anonymous user"
+        return f"{who} in {self.parent.name}" if self.parent is not None else who
 
     @property
     def allocatable(self) -> int | None:
@@ -135,6 +158,58 @@ def build_queues(snapshot: Snapshot) -> dict[str, QueueState]:
     return queues
 
 
+def user_queue_name(project: str, user: str) -> str:
+    """The queue name of `user` inside `project` (R21.4). Project and department names are DNS
+    labels in the portal, so a name with a slash never collides with theirs;
+    :func:`add_user_queues` refuses a snapshot where it would."""
+    return f"{project}/{user}"
+
+
+def add_user_queues(
+    queues: dict[str, QueueState], projects: tuple[Project, ...], jobs: list[Job]
+) -> None:
+    """Give every project with `user_fair_share` a child queue per active user (R21.4).
+
+    A user is active when they have a running or pending job in the project this cycle (the
+    snapshot holds no other jobs). A user's queue has no quota of its own (deserved 0: the
+    project's quota keeps bounding interactive jobs, R3.2, R21.8) and no limit; its over-quota
+    weight is the project's weight for that user (1 unless set), so the project's fair share
+    is divided equally by default (R2.9 one level down). Its age for the tie-breaks (R2.10,
+    R4.1.8) is its oldest job's."""
+    fair = {p.name: p for p in projects if p.user_fair_share}
+    if not fair:
+        return
+    oldest: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        if job.project in fair:
+            key = (job.project, job.user)
+            oldest[key] = min(oldest.get(key, job.order), job.order)
+    for (project_name, user), order in sorted(oldest.items(), key=lambda item: item[1]):
+        project = queues[project_name]
+        spec = fair[project_name]
+        name = user_queue_name(project_name, user)
+        if name in queues:
+            raise ValueError(f"user queue {name!r} has the name of a project or department")
+        weight = dict(spec.user_weights).get(user, 1.0)
+        queue = QueueState(name, 0, None, float(weight), project.priority, order, False)
+        queue.user = user
+        queue.leaf = True
+        queue.parent = project
+        project.children.append(queue)
+        project.users[user] = queue
+        project.leaf = False
+        queues[name] = queue
+
+
+def leaf_of(queues: dict[str, QueueState], job: Job) -> QueueState | None:
+    """The queue a job counts in: its user's below a project with user fair share (R21.4),
+    else its project's; None for a job of no known project."""
+    project = queues.get(job.project)
+    if project is None or not project.users:
+        return project
+    return project.users.get(job.user, project)
+
+
 def _queue(spec, is_project: bool, node_pools=()) -> QueueState:
     weight = spec.quota if spec.over_quota_weight is None else spec.over_quota_weight
     deserved = None if spec.quota is not None and spec.quota < 0 else to_milli(spec.quota)
@@ -154,11 +229,13 @@ def compute_fair_shares(
 ) -> None:
     """Set every queue's fair share from the snapshot's requests (R2.4-R2.11).
 
-    A queue's request is the GPUs of its allocated and pending jobs, summed up the hierarchy.
+    A queue's request is the GPUs of its allocated and pending jobs, summed up the hierarchy
+    from the job's leaf (its user's queue with user fair share, R21.4). Users' queues have no
+    historical usage of their own (R2.9's k term sees 0 for them).
     """
     request: dict[str, int] = dict.fromkeys(queues, 0)
     for job in jobs:
-        queue = queues.get(job.project)
+        queue = leaf_of(queues, job)
         while queue is not None:
             request[queue.name] += job.milli_total
             queue = queue.parent
@@ -171,7 +248,7 @@ def compute_fair_shares(
             request=request[name],
             priority=q.priority,
             order=q.order,
-            usage=float(usage.get(name, 0.0)),
+            usage=float(usage.get(name, 0.0)) if q.user is None else 0.0,
         )
         for name, q in queues.items()
     }

@@ -15,7 +15,7 @@ from .minruntime import Protection, check_min_runtime, check_policy
 from .model import Decision, Job, JobKey, Plan, PodPlacement, Policy, Snapshot, from_milli, to_milli
 from .ordering import ActionVictims
 from .quantity import cores_text, memory_text
-from .queues import QueueState, build_queues, compute_fair_shares
+from .queues import QueueState, add_user_queues, build_queues, compute_fair_shares, leaf_of
 from .reservations import check_bookings
 from .state import ClusterState
 from .userlimits import user_limit_block
@@ -54,6 +54,7 @@ class Session:
         self.total = sum(to_milli(n.healthy_gpus) for n in snapshot.nodes if n.ready)
         # R3.4: a GPU-memory request's fraction for the limit check uses the largest device.
         self.largest_gpu_memory = max((n.gpu_memory_bytes for n in snapshot.nodes), default=0)
+        add_user_queues(self.queues, snapshot.projects, jobs)  # R21.4
         compute_fair_shares(self.queues, jobs, self.total, snapshot.usage, policy.k_value)
         self.state = ClusterState(snapshot.nodes, self.queues, jobs, snapshot.topology)
         self.nodes = {n.name: n for n in snapshot.nodes}
@@ -111,6 +112,11 @@ class Session:
     def queue(self, job: Job) -> QueueState:
         """The job's project."""
         return self.queues[job.project]
+
+    def leaf(self, job: Job) -> QueueState:
+        """The queue the job's GPUs count in and its fair share is judged by: its user's inside
+        a project with user fair share (R21.4), else its project."""
+        return leaf_of(self.queues, job)
 
     def explain(self, job: Job, reason: str | None) -> None:
         """Give a pending job a more telling reason than "no idle GPUs", unless a limit or
@@ -176,8 +182,14 @@ class Session:
 
     def plan(self) -> Plan:
         """The immutable result of the cycle."""
-        fair = {name: from_milli(q.fair_share) for name, q in self.queues.items()}
-        allocated = {name: from_milli(q.allocated) for name, q in self.queues.items()}
+        fair, allocated = {}, {}
+        users: dict[str, dict[str, float]] = {}
+        for name, q in self.queues.items():
+            if q.user is None:
+                fair[name] = from_milli(q.fair_share)
+                allocated[name] = from_milli(q.allocated)
+            else:  # R21.4
+                users.setdefault(q.parent.name, {})[q.user] = from_milli(q.fair_share)
         reasons = {}
         for job in self.jobs:
             if not self.state.is_running(job.key):
@@ -185,7 +197,7 @@ class Session:
         reservations = {
             key: at for key, at in self.reservations.items() if not self.state.is_running(key)
         }
-        return Plan(tuple(self.decisions), fair, reasons, allocated, reservations)
+        return Plan(tuple(self.decisions), fair, reasons, allocated, reservations, users)
 
     def default_reason(self, job: Job) -> str:
         """Reason for a job no action looked at (evicted in this cycle, or never reached)."""

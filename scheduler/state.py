@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .model import Job, JobKey, Node, PodPlacement
-from .queues import QueueState
+from .queues import QueueState, leaf_of
 
 FULL = 1000
 
@@ -276,11 +276,11 @@ class ClusterState:
 
     # ----------------------------------------------------------------------------- jobs
     def _count(self, job: Job, pods: int, journal: bool = True) -> None:
-        """Add (pods > 0) or remove (pods < 0) that many of the job's pods to its project's and
-        every ancestor's allocated GPUs."""
+        """Add (pods > 0) or remove (pods < 0) that many of the job's pods to its leaf's (its
+        project's, or its user's with user fair share, R21.4) and every ancestor's allocated."""
         amount = pods * job.milli_per_pod
         cpu, memory = pods * job.cpu_millis, pods * job.memory_bytes
-        queue = self.queues.get(job.project)
+        queue = leaf_of(self.queues, job)
         while queue is not None:
             queue.allocated += amount
             queue.allocated_cpu += cpu

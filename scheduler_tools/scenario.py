@@ -22,6 +22,10 @@ Allot's additions for CPU, memory, GPU memory and failed devices (issue 26, docs
 - `projects[].cpu_limit`, `projects[].memory_limit`, and the same on `departments[]` (R3.1 for
   every queue of the path).
 - `projects[].user_limits`: per-user limits inside the project (R21.1-R21.3, issue 36).
+- `projects[].user_fair_share` (true/false) and `projects[].user_weights` (`{"ann": 2}`): fair
+  share between the project's users (R21.4-R21.8); `expect.user_fair_share` and
+  `expect.user_allocated` (`{"team-a/ann": 4}`) check a user's share and the GPUs their running
+  jobs hold.
 - a step's `failed_devices`: `{"node": [devices]}`, the node's failed devices from then on (an
   empty list heals them), applied before the step's submissions, then cycles until it settles.
 - `expect.allocated_cpu` (`{"project": cores}`), `expect.allocated_memory` (`{"project":
@@ -321,7 +325,25 @@ def _project(p, i: int, departments: set[str]) -> Project:
         department=dept,
         order=1000 + i,
         user_limits=_user_limits(p.get("user_limits", []), f"{where}.user_limits"),
+        **_user_fair_share(p, where),
     )
+
+
+def _user_fair_share(p: dict, where: str) -> dict:
+    """`projects[].user_fair_share` and `user_weights` (R21.4): a switch, and weights above 0
+    keyed by user."""
+    on = p.get("user_fair_share", False)
+    _require(isinstance(on, bool), f"{where}.user_fair_share: must be true or false")
+    weights = p.get("user_weights", {})
+    _require(isinstance(weights, dict), f"{where}.user_weights: must be an object of user: weight")
+    pairs = []
+    for user, weight in sorted(weights.items()):
+        _require(
+            isinstance(weight, int | float) and not isinstance(weight, bool) and weight > 0,
+            f"{where}.user_weights.{user}: must be a number above 0",
+        )
+        pairs.append((user, float(weight)))
+    return {"user_fair_share": on, "user_weights": tuple(pairs)}
 
 
 def _user_limits(specs, where: str) -> tuple[UserLimit, ...]:
@@ -570,7 +592,31 @@ def check(expect: dict, snapshot: Snapshot, plan: Plan, step: int) -> list[str]:
             failures.append(f"step {step}: fair share {name} = {got}, want {want:g}")
     for key, want in expect.get("on_node", {}).items():
         failures += _check_node(step, key, jobs.get(key), want)
-    return failures + _check_backfill(expect, jobs, plan, step)
+    return (
+        failures
+        + _check_users(expect, snapshot, plan, step)
+        + _check_backfill(expect, jobs, plan, step)
+    )
+
+
+def _check_users(expect: dict, snapshot: Snapshot, plan: Plan, step: int) -> list[str]:
+    """`user_fair_share` and `user_allocated` ({"project/user": GPUs}, R21.4)."""
+    failures = []
+    for key, want in expect.get("user_fair_share", {}).items():
+        project, _, user = key.partition("/")
+        got = plan.user_fair_shares.get(project, {}).get(user)
+        if got is None or abs(got - want) > TOLERANCE:
+            failures.append(f"step {step}: user fair share {key} = {got}, want {want:g}")
+    for key, want in expect.get("user_allocated", {}).items():
+        project, _, user = key.partition("/")
+        got = sum(
+            j.gpus * j.pods
+            for j in snapshot.jobs
+            if j.project == project and j.user == user and j.running
+        )
+        if abs(got - want) > TOLERANCE:
+            failures.append(f"step {step}: allocated to {key} = {got:g}, want {want:g}")
+    return failures
 
 
 def _check_backfill(expect: dict, jobs: dict[str, Job], plan: Plan, step: int) -> list[str]:

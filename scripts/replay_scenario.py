@@ -15,6 +15,11 @@ and fair shares are read back and printed and checked by the same code as
 `python -m scheduler_tools.replay` (issue 26's expectations too, with the decisions the portal
 reported while the step settled), so the two outputs can be compared line by line.
 
+A job with a `user` (and a user named in `user_weights`, for user fair share, R21.4) is
+submitted as that user: the account is created (or its password reset) with the token's admin
+rights, made a researcher of the job's project, and signs in for a token of its own, so the
+portal records the job as that user's, as the core replay does.
+
 `--clean` deletes the jobs already in the scenario's projects; `--reset` makes the portal hold the
 scenario alone - every job, node, project and department deleted first - for a scratch or test
 portal, where
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sys
 import urllib.error
 import urllib.request
@@ -160,26 +166,91 @@ def queue_body(queue: Project | Department) -> dict:
 
 
 def project_body(project: Project) -> dict:
-    """The project as the API takes it: its queue's fields, pools and department (or none)."""
+    """The project as the API takes it: its queue's fields, pools and department (or none), and
+    its user fair share switch and weights (R21.4)."""
     return queue_body(project) | {"node_pools": list(project.node_pools),
-                                  "department": project.department}  # fmt: skip
+                                  "department": project.department,
+                                  "user_fair_share": project.user_fair_share,
+                                  "user_weights": dict(project.user_weights)}  # fmt: skip
+
+
+def scenario_users(scenario: Scenario) -> dict[str, set[str]]:
+    """Each user the scenario names (a job's `user`, a weight's) and the projects they submit
+    to or are weighted in."""
+    users: dict[str, set[str]] = {}
+    for project in scenario.projects:
+        for user, _ in project.user_weights:
+            users.setdefault(user, set()).add(project.name)
+    for step in scenario.steps:
+        for spec in step.get("submit", []):
+            if spec.get("user"):
+                users.setdefault(spec["user"], set()).add(spec["project"])
+    return users
+
+
+SIGNED_IN: dict[tuple[str, str], Portal] = {}  # (portal URL, user) -> client, this process
+
+
+def prepare_users(portal: Portal, users: dict[str, set[str]], reset: bool) -> dict[str, Portal]:
+    """A client signed in as each user (its own token): an account made with a fresh password
+    (the API never shows nor sets another's), kept for the next file of this process. A user
+    who already exists otherwise is deleted and made again with `--reset` (a scratch portal;
+    their jobs were deleted with the rest), else refused: this replay cannot sign in as them."""
+    clients = {}
+    for user in sorted(users):
+        known = SIGNED_IN.get((portal.url, user))
+        if known is not None and known.call("GET", "/api/v1/auth/tokens/")[0] == 200:
+            clients[user] = known
+            continue
+        password = secrets.token_urlsafe(24)
+        body = {"username": user, "password": password}
+        status, answer = portal.call("POST", "/api/v1/users/", body)
+        if status == 409 and reset:
+            portal.require("DELETE", f"/api/v1/users/{user}/")
+            status, answer = portal.call("POST", "/api/v1/users/", body)
+        if status == 409:
+            raise PortalError(
+                f"user {user} already exists and this replay cannot sign in as them: replay on "
+                "a scratch portal with --reset"
+            )
+        if status != 201:
+            raise PortalError(f"POST /api/v1/users/ {user} -> {status} {answer}")
+        signed = portal.require("POST", "/api/v1/auth/token/", {**body, "name": "replay"})
+        clients[user] = SIGNED_IN[(portal.url, user)] = Portal(portal.url, signed["token"])
+    return clients
+
+
+def add_members(portal: Portal, users: dict[str, set[str]]) -> None:
+    """Each user a researcher of the projects they submit to (kept if already a member)."""
+    for user, projects in sorted(users.items()):
+        for project in sorted(projects):
+            body = {"username": user, "role": "researcher"}
+            status, answer = portal.call("POST", f"/api/v1/projects/{project}/members/", body)
+            if status not in (200, 201, 409):
+                raise PortalError(f"member {user} of {project} -> {status} {answer}")
 
 
 def _quantity(value: int | None, unit: str) -> str | None:
     return None if value is None else f"{value}{unit}"
 
 
-def prepare(portal: Portal, scenario: Scenario, clean: bool, reset: bool = False) -> None:
+def prepare(
+    portal: Portal, scenario: Scenario, clean: bool, reset: bool = False
+) -> dict[str, Portal]:
     """Nodes, departments and projects as the scenario says; the scenario's projects without
-    jobs. With `reset`, nothing else: every job, node, project and department is deleted first."""
+    jobs. With `reset`, nothing else: every job, node, project and department is deleted first.
+    Returns a client signed in as each user the scenario names (`prepare_users`)."""
     if reset:
         _reset(portal)
+    users = scenario_users(scenario)
+    clients = prepare_users(portal, users, reset)
     for node in scenario.nodes:
         upsert(portal, "nodes", node_body(node))
     for department in scenario.departments:
         upsert(portal, "departments", queue_body(department))
     for project in scenario.projects:
         upsert(portal, "projects", project_body(project))
+    add_members(portal, users)
     names = {project.name for project in scenario.projects}
     leftovers = [job for job in portal.all("/api/v1/jobs/") if job["project"] in names]
     if leftovers and not clean:
@@ -190,6 +261,7 @@ def prepare(portal: Portal, scenario: Scenario, clean: bool, reset: bool = False
     for job in leftovers:
         portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
     portal.settle()
+    return clients
 
 
 def _reset(portal: Portal) -> None:
@@ -219,19 +291,25 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
                   cpu_millis=row["cpu_millis"] or 0,
                   memory_bytes=memory_bytes(row["memory"]) if row.get("memory") else 0,
                   gpu_memory_bytes=memory_bytes(row["gpu_memory"]) if row.get("gpu_memory")
-                  else None)  # fmt: skip
+                  else None, user=row.get("user") or "")  # fmt: skip
         jobs.append(job)
         if not placement:
             reasons[job.key] = row.get("pending_reason") or ""
-    shares = {row["name"]: row["fair_share"] for row in portal.all("/api/v1/projects/")}
+    rows = portal.all("/api/v1/projects/")
+    shares = {row["name"]: row["fair_share"] for row in rows}
+    users = {row["name"]: row["user_fair_shares"] for row in rows if row.get("user_fair_shares")}
     snapshot = Snapshot(nodes=scenario.nodes, projects=scenario.projects, jobs=tuple(jobs),
                         departments=scenario.departments)  # fmt: skip
-    return snapshot, Plan(decisions=(), fair_shares=shares, pending_reasons=reasons)
+    return snapshot, Plan(decisions=(), fair_shares=shares, pending_reasons=reasons,
+                          user_fair_shares=users)  # fmt: skip
 
 
-def replay(portal: Portal, scenario: Scenario, verbose: bool = False) -> ReplayResult:
+def replay(
+    portal: Portal, scenario: Scenario, verbose: bool = False, users: dict | None = None
+) -> ReplayResult:
     """Every step through the API, settling after each change of devices, submission and
-    deletion; the decisions reported while a step settles are checked by `decision_contains`."""
+    deletion; the decisions reported while a step settles are checked by `decision_contains`.
+    A job with a `user` is submitted by that user's client (`users`, from `prepare`)."""
     result = ReplayResult()
     for i, step in enumerate(scenario.steps):
         decided: list = []
@@ -242,7 +320,8 @@ def replay(portal: Portal, scenario: Scenario, verbose: bool = False) -> ReplayR
             decided += _settle(portal, result, verbose)
         for spec in step.get("submit", []):
             body = {key: value for key, value in spec.items() if value is not None}
-            portal.require("POST", "/api/v1/jobs/", body)
+            submitter = (users or {}).get(body.pop("user", ""), portal)
+            submitter.require("POST", "/api/v1/jobs/", body)
             decided += _settle(portal, result, verbose)
         for spec in step.get("delete", []):
             portal.require("DELETE", f"/api/v1/jobs/{spec['project']}/{spec['name']}/")
@@ -292,8 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             scenario = load_scenario(path)
             replayable(scenario)
-            prepare(portal, scenario, args.clean, args.reset)
-            result = replay(portal, scenario, args.verbose)
+            users = prepare(portal, scenario, args.clean, args.reset)
+            result = replay(portal, scenario, args.verbose, users)
         except (ScenarioError, PortalError) as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             return 2

@@ -64,6 +64,16 @@ def _reset_connections() -> None:
 _configure_django()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Let the embedded notification threads finish before the test's fixtures are torn down:
+    a thread still reading while a transactional test's database is flushed made the flush fail
+    (and the next test find the last one's rows)."""
+    dispatch = sys.modules.get("portal.notify.dispatch")
+    if dispatch is not None:
+        dispatch.wait_idle()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     """Each test starts with an empty cache: the submission throttle's counts (issue 32 item

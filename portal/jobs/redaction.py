@@ -36,3 +36,21 @@ def redactor(visible: Collection[str] | None, projects: Collection[str]) -> Call
         return JOB_REF.sub(swap, text) if text and hidden else text
 
     return redact
+
+
+def redactor_when_needed(
+    names: Callable[[], tuple[Collection[str], Collection[str]]],
+) -> Callable[[str], str]:
+    """`redactor(*names())`, with `names` (the visible projects' and all projects' names, two
+    queries) called only once a text holds something shaped as a job reference: most texts a
+    job list shows ("waits for quota (R3)") name no job, and a page of them then costs none."""
+    made: list[Callable[[str], str]] = []
+
+    def redact(text: str) -> str:
+        if not text or JOB_REF.search(text) is None:
+            return text
+        if not made:
+            made.append(redactor(*names()))
+        return made[0](text)
+
+    return redact

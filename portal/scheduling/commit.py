@@ -207,7 +207,8 @@ def write_health(state: CycleRows, notes: list[HealthNote], now: datetime) -> li
 
 
 def write_fair_shares(state: CycleRows, plan: Plan) -> None:
-    """Store each project's fair share where it changed (the API reads it from the row)."""
+    """Store each project's fair share, and its users' with user fair share (R21.4), where they
+    changed (the API and the pages read them from the row)."""
     changed = [
         Project(id=info.id, fair_share=plan.fair_shares[name])
         for name, info in state.project_rows.items()
@@ -215,6 +216,13 @@ def write_fair_shares(state: CycleRows, plan: Plan) -> None:
     ]
     if changed:
         Project.objects.bulk_update(changed, ["fair_share"])
+    users = [
+        Project(id=info.id, user_fair_shares=plan.user_fair_shares.get(name, {}))
+        for name, info in state.project_rows.items()
+        if name in plan.fair_shares and plan.user_fair_shares.get(name, {}) != info.user_fair_shares
+    ]
+    if users:
+        Project.objects.bulk_update(users, ["user_fair_shares"])
 
 
 def usage_due(now: datetime, interval_s: float) -> bool:

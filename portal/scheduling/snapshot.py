@@ -9,6 +9,7 @@ and, with fair share over time on, each project's and department's usage (`past_
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -67,6 +68,7 @@ class ProjectRowInfo:
     id: int
     fair_share: float
     health: HealthPolicy = field(default_factory=HealthPolicy)
+    user_fair_shares: dict[str, float] = field(default_factory=dict)  # R21.4, as stored
 
     @property
     def interactive_time_limit_s(self) -> int | None:
@@ -182,11 +184,14 @@ def _seconds(value) -> float | None:
     return None if value is None else float(value)
 
 
-def load_departments() -> tuple[Department, ...]:
-    """Every department with its own minimum run times (R7.4; None: the cluster default) and
-    its CPU and memory limits (issue 26; None: none); its id is the creation order of R2.10's
-    tie-breaks."""
-    rows = DepartmentRow.objects.order_by("id").values_list(
+def load_departments(ids: Collection[int] | None = None) -> tuple[Department, ...]:
+    """Every department (or those of `ids`) with its own minimum run times (R7.4; None: the
+    cluster default) and its CPU and memory limits (issue 26; None: none); its id is the
+    creation order of R2.10's tie-breaks."""
+    rows = DepartmentRow.objects.order_by("id")
+    if ids is not None:
+        rows = rows.filter(id__in=ids)
+    rows = rows.values_list(
         "id", "name", "quota", "over_quota_weight", "limit", *MIN_RUNTIME_FIELDS,
         "cpu_limit_millis", "memory_limit_bytes",
     )  # fmt: skip
@@ -199,32 +204,41 @@ def load_departments() -> tuple[Department, ...]:
     )  # fmt: skip
 
 
-def load_projects(departments: set[str]) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
-    """Every project (of a known department, if any) as the scheduler sees it; its row facts.
+def load_projects(
+    departments: set[str], names: Collection[str] | None = None
+) -> tuple[tuple[Project, ...], dict[str, ProjectRowInfo]]:
+    """Every project (or those named in `names`; of a known department, if any) as the
+    scheduler sees it; its row facts.
 
     A project's own minimum run times (R7.4) go to the scheduler as they are: None inherits,
     and the scheduler resolves it through the department to the cluster default; its per-user
     limits (R21.1-R21.3) as its default and overrides, for the core to enforce."""
-    rows = ProjectRow.objects.order_by("id").values_list(
+    rows = ProjectRow.objects.order_by("id")
+    if names is not None:
+        rows = rows.filter(name__in=names)
+    rows = rows.values_list(
         "id", "name", "quota", "over_quota_weight", "limit", "node_pools", "department__name",
         "fair_share", *POLICY_FIELDS, *(f"department__{name}" for name in POLICY_FIELDS),
-        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes",
+        *MIN_RUNTIME_FIELDS, "cpu_limit_millis", "memory_limit_bytes", "user_fair_share",
+        "user_weights", "user_fair_shares",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
     user_limits = user_limits_for_core()
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))
-        reclaim, preempt, cpu_limit, memory_limit = policies[2 * count :]
+        reclaim, preempt, cpu_limit, memory_limit, by_user, weights, users = policies[2 * count :]
         if department is not None and department not in departments:
             continue
         projects.append(
             Project(name, float(quota), _gpus(weight), _gpus(limit), tuple(pools or ()),
                     department, order=pk, reclaim_min_runtime_s=_seconds(reclaim),
                     preempt_min_runtime_s=_seconds(preempt), cpu_limit_millis=cpu_limit,
-                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()))
+                    memory_limit_bytes=memory_limit, user_limits=user_limits.get(pk, ()),
+                    user_fair_share=by_user,
+                    user_weights=tuple(sorted((u, float(w)) for u, w in (weights or {}).items())))
         )  # fmt: skip
-        infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited))
+        infos[name] = ProjectRowInfo(pk, share, resolve(own, inherited), users or {})
     return tuple(projects), infos
 
 

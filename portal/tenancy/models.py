@@ -155,6 +155,13 @@ class Project(ResourceLimits):
     default_cpu_millis = models.PositiveIntegerField(null=True, blank=True)
     default_memory_bytes = models.PositiveBigIntegerField(null=True, blank=True)
     fair_share = models.FloatField(default=0.0)
+    # Fair share between the project's users (issue 36, R21.4-R21.8, docs/user-fairness.md):
+    # off by default; `user_weights` maps a username to its weight in the division (absent: 1,
+    # every weight above 0, checked by the API's serializer); `user_fair_shares` is written by
+    # the cycle, as `fair_share` is: the active users' shares in GPUs.
+    user_fair_share = models.BooleanField(default=False)
+    user_weights = models.JSONField(default=dict, blank=True)
+    user_fair_shares = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

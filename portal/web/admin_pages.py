@@ -46,6 +46,7 @@ from portal.web.forms import (
     QUANTITY,
     SECONDS,
     TEXT,
+    WEIGHTS,
     as_duration,
     field_errors,
     form_input,
@@ -59,6 +60,7 @@ PROJECT_FIELDS = {
     **dict.fromkeys(POLICY_FIELDS, SECONDS), "idle_threshold": NUMBER,
     **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS), "default_cpu": QUANTITY,
     "default_memory": QUANTITY, "cpu_limit": QUANTITY, "memory_limit": QUANTITY,
+    "user_fair_share": CHECK, "user_weights": WEIGHTS,
 }  # fmt: skip
 
 
@@ -150,6 +152,9 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
                for field, kind in PROJECT_FIELDS.items()
                if field in (*POLICY_FIELDS, *MIN_RUNTIME_FIELDS)},  # "0", not empty
             **_project_quantities(project),
+            "user_fair_share": project.user_fair_share,
+            "user_weights": "\n".join(f"{user}={weight:g}"
+                                      for user, weight in project.user_weights.items()),
         }  # fmt: skip
     return render(
         request,

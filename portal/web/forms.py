@@ -23,6 +23,7 @@ TEXT, NUMBER, INTEGER, FLOAT, LIST, WORDS, ENV, CHECK, PORTS, VOLUMES, DURATION,
 )  # fmt: skip
 QUANTITY = "quantity"  # a Kubernetes quantity ("2", "16Gi") the serializer reads; empty: none
 CHOICE = "choice"  # a name picked from a list (a project's department); empty: none
+WEIGHTS = "weights"  # USER=NUMBER lines (a project's user weights, R21.4); empty: none
 # Numbers are written with the digits 0-9 only: Python's int(), float() and Decimal() (and so
 # DRF's fields) also read other scripts' digits, such as the full-width 1, U+FF11 (issue 22,
 # item 8).
@@ -62,6 +63,8 @@ def read_field(post: QueryDict, name: str, kind: str) -> tuple[object, str | Non
         return _seconds(raw) if raw else (None, None)
     if kind in (QUANTITY, CHOICE):
         return (raw or None), None
+    if kind == WEIGHTS:  # an emptied box clears the weights, it does not keep the old ones
+        return _weights(raw) if raw else ({}, None)
     if not raw:
         return ABSENT, None
     return READERS[kind](raw)
@@ -149,6 +152,19 @@ def _env(raw: str) -> tuple[object, str | None]:
     """KEY=VALUE lines -> a map."""
     pairs, bad = _pairs(raw, "=")
     return pairs, None if bad is None else f"line {bad!r} is not KEY=VALUE"
+
+
+def _weights(raw: str) -> tuple[object, str | None]:
+    """USER=NUMBER lines -> {user: Decimal} (numbers as the serializer takes a form's)."""
+    pairs, bad = _pairs(raw, "=")
+    if bad is not None:
+        return ABSENT, f"line {bad!r} is not USER=WEIGHT"
+    weights = {}
+    for user, text in pairs.items():
+        if not NUMBER_TEXT.match(text):
+            return ABSENT, f"{user}: {_not_a_number(text)}"
+        weights[user] = Decimal(text)
+    return weights, None
 
 
 def _volumes(raw: str) -> tuple[object, str | None]:

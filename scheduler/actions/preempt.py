@@ -22,7 +22,10 @@ def preempt(session: Session) -> None:
     lower band preempts running jobs of its class that have held more GPU-hours (L3).
 
     Victims still within their preempt min runtime are left out (R7.4). A job no node could
-    hold even empty (`resources.unplaceable`) is not tried."""
+    hold even empty (`resources.unplaceable`) is not tried.
+
+    With user fair share the leaf queue is the user's (R21.8): a job preempts only its own
+    user's jobs, and a teammate's GPUs move only by reclaim's rules (R21.5, R21.6)."""
     queue = JobQueues(session.queues, session.pending(), session.total)
     failed = FailedJobs()
     pool = session.victims()
@@ -31,11 +34,12 @@ def preempt(session: Session) -> None:
             continue
         if failed.skip(job):
             continue
-        lowest = pool.lowest_priority(job.project)
+        leaf = session.leaf(job).name
+        lowest = pool.lowest_priority(leaf)
         if lowest is None or lowest >= job.rank or unplaceable(session, job):
             continue
         shielded = Shielded()
-        ordered = pool.queue([job.project], job.milli_total, keep=_victims(session, job, shielded))
+        ordered = pool.queue([leaf], job.milli_total, keep=_victims(session, job, shielded))
         outcome = solve(session, job, ordered, lambda *_: True)
         if outcome is None:
             failed.add(job)

@@ -1,4 +1,8 @@
-"""Reclaim (R9): a project below its fair share takes GPUs back from projects above theirs."""
+"""Reclaim (R9): a project below its fair share takes GPUs back from projects above theirs.
+
+With user fair share (R21.4-R21.6) the leaves are a project's users: a user within their share
+takes GPUs back from a teammate above theirs by the very same rules, levelled one step lower.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from ..bands import victim_note
 from ..minruntime import Shielded
 from ..model import Job
 from ..ordering import JobQueues
-from ..queues import QueueState
+from ..queues import QueueState, leaf_of
 from ..resources import asked, unplaceable
 from ..session import Session, gpus, nodes_of
 from .eviction import Outcome, record_moves, solve
@@ -42,10 +46,18 @@ def reclaim(session: Session) -> None:
 
 
 def can_reclaim(session: Session, job: Job) -> str | None:
-    """R9.2: allocated + job within the project's fair share (and, for an interactive job,
-    its quota); returns the reason it may not, or None."""
+    """R9.2: allocated + job within the leaf queue's fair share (the project's, or with user fair
+    share the user's share in it, R21.6) and, for an interactive job, the project's quota;
+    returns the reason it may not, or None."""
     project = session.queue(job)
-    if project.allocated + job.milli_total > project.fair_share:
+    leaf = session.leaf(job)
+    if leaf.user is not None and leaf.allocated + job.milli_total > leaf.fair_share:
+        return (
+            f"would exceed {_who(leaf)}'s user share of {gpus(leaf.fair_share)} in "
+            f"{project.name}: {gpus(leaf.allocated)} in use + {gpus(job.milli_total)} "
+            "requested (user fair share, R21.6, R9.2)"
+        )
+    if leaf.user is None and project.allocated + job.milli_total > project.fair_share:
         return (
             f"would exceed {project.name}'s fair share of {gpus(project.fair_share)}: "
             f"{gpus(project.allocated)} in use + {gpus(job.milli_total)} requested (R9.2)"
@@ -64,14 +76,15 @@ def unprotected(session: Session, job: Job, shielded: Shielded):
     protection = session.protection
     if not protection.active:
         return None
-    mine = session.queue(job)
+    mine = session.leaf(job)
     levels: dict[str, QueueState] = {}
 
     def keep(victim: Job) -> bool:
         """A victim past the reclaim min runtime resolved for it."""
-        level = levels.get(victim.project)
+        leaf = leaf_of(session.queues, victim)
+        level = levels.get(leaf.name)
         if level is None:
-            level = levels[victim.project] = levelled(mine, session.queues[victim.project])[1]
+            level = levels[leaf.name] = levelled(mine, leaf)[1]
         return shielded.admits(victim, protection.reclaim_until(victim, level))
 
     return keep
@@ -96,11 +109,12 @@ def victim_queue_qualifies(reclaimer: QueueState, victim: QueueState, demand: in
 
 
 def candidate_projects(session: Session, job: Job, holders) -> list[str]:
-    """Other projects holding preemptible jobs whose levelled queue qualifies (R9.3)."""
-    mine = session.queue(job)
+    """Other leaf queues holding preemptible jobs whose levelled queue qualifies (R9.3): other
+    projects, and with user fair share the job's teammates (R21.5, R21.6)."""
+    mine = session.leaf(job)
     chosen = []
     for name in holders:
-        if name == job.project:
+        if name == mine.name:
             continue
         reclaimer, victim = levelled(mine, session.queues[name])
         if victim_queue_qualifies(reclaimer, victim, job.milli_total):
@@ -110,11 +124,11 @@ def candidate_projects(session: Session, job: Job, holders) -> list[str]:
 
 def reclaimable(session: Session, job: Job, evicted: list[Job], before: dict) -> bool:
     """R9.4 then R9.5 on the victims actually evicted, from allocations at search start."""
-    mine = session.queue(job)
+    mine = session.leaf(job)
     demand = job.milli_total
     remaining: dict[str, int] = {}
     for victim in evicted:
-        leaf = session.queues[victim.project]
+        leaf = leaf_of(session.queues, victim)
         reclaimer, victim_queue = levelled(mine, leaf)
         left = remaining.setdefault(victim_queue.name, before[victim_queue.name][0])
         if not _strategy_allows(reclaimer, victim_queue, left, demand, before):
@@ -143,10 +157,11 @@ def _ratio(allocated: int, fair_share: int) -> float:
 
 
 def _within_boundaries(session: Session, job: Job, remaining: dict, before: dict) -> bool:
-    """Saturation guard (R9.5) at every level of the reclaimer's path."""
+    """Saturation guard (R9.5) at every level of the reclaimer's path (from its user's queue
+    with user fair share; a user has no quota, so R3.2's part starts at the project, R21.8)."""
     multiplier = max(1.0, session.policy.saturation_multiplier)
     demand = job.milli_total
-    for level in session.queue(job).path()[::-1]:
+    for level in session.leaf(job).path()[::-1]:
         mine = remaining.get(level.name, before[level.name][0]) + demand
         ratio = _ratio(mine, level.fair_share)
         for name, left in remaining.items():
@@ -156,7 +171,7 @@ def _within_boundaries(session: Session, job: Job, remaining: dict, before: dict
             if ratio > 1 and sibling.fair_share > 0:
                 if ratio * multiplier >= _ratio(left, sibling.fair_share):
                     return False
-        if not job.preemptible and level.deserved is not None:
+        if not job.preemptible and level.deserved is not None and level.user is None:
             if before[level.name][1] + demand > level.deserved:
                 return False
     return True
@@ -165,21 +180,26 @@ def _within_boundaries(session: Session, job: Job, remaining: dict, before: dict
 def commit(session: Session, job: Job, outcome: Outcome) -> None:
     """Record the evictions, moves and the start, each with its reason."""
     mine = session.queue(job)
+    leaf = session.leaf(job)
     demand = job.milli_total
     what = "quota" if mine.within_deserved(0) else "fair share"
     for victim in outcome.evicted:
-        session.record(
-            "evict",
-            victim,
-            "reclaim",
-            f"evicted: {job.project} reclaims its {what}; "
-            + _over_text(session.queues[victim.project], outcome.before)
-            + " (R9.4)"
-            + victim_note(victim),
-            beneficiary=job.key,
-        )
+        victim_leaf = leaf_of(session.queues, victim)
+        if victim_leaf.user is not None and victim.project == job.project:  # R21.5
+            text = (
+                f"evicted: {_who(leaf)} reclaims their user share in {job.project}; "
+                + _over_text(victim_leaf, outcome.before)
+                + " (user fair share, R21.5, R9.4)"
+            )
+        else:
+            text = (
+                f"evicted: {job.project} reclaims its {what}; "
+                + _over_text(session.queues[victim.project], outcome.before)
+                + " (R9.4)"
+            )
+        session.record("evict", victim, "reclaim", text + victim_note(victim), beneficiary=job.key)
     record_moves(session, job, outcome, "reclaim", "R9.7")
-    given = sorted({v.project for v in outcome.evicted})
+    given = sorted({_giver(session, job, v) for v in outcome.evicted})
     source = f" from {', '.join(given)}" if given else ""
     session.record(
         "start",
@@ -200,11 +220,29 @@ def reclaimed(job: Job, demand: int) -> str:
     return f"room for {pods}{asked(job)}"
 
 
+def _who(queue: QueueState) -> str:
+    """A user's queue named as its user (R21.4)."""
+    return queue.user or "the anonymous user"
+
+
+def _giver(session: Session, job: Job, victim: Job) -> str:
+    """Whom a reclaim took from: the victim's project, or a teammate by name (R21.5)."""
+    leaf = leaf_of(session.queues, victim)
+    if leaf.user is not None and victim.project == job.project:
+        return _who(leaf)
+    return victim.project
+
+
 def _over_text(queue: QueueState, before: dict) -> str:
     held = before[queue.name][0]
+    if queue.user is not None and held > queue.fair_share:  # R21.5
+        return (
+            f"{_who(queue)} is {gpus(held - queue.fair_share)} above their user share of "
+            f"{gpus(queue.fair_share)} in {queue.parent.name}"
+        )
     if held > queue.fair_share:
         return (
-            f"{queue.name} is {gpus(held - queue.fair_share)} above its fair share of "
+            f"{queue.label} is {gpus(held - queue.fair_share)} above its fair share of "
             f"{gpus(queue.fair_share)}"
         )
-    return f"{queue.name} holds {gpus(held)}, above its quota of {gpus(queue.deserved)}"
+    return f"{queue.label} holds {gpus(held)}, above its quota of {gpus(queue.deserved)}"

@@ -266,6 +266,12 @@ def _policy_arguments(p: argparse.ArgumentParser) -> None:
         "half-life (12h, 1d), lowers its over-quota share; 0 or absent: off",
     )
     p.add_argument(
+        "--user-fair-share",
+        action="store_true",
+        help="divide each team's fair share among its active users, with reclaim between them "
+        "(R21.4-R21.8; uses the trace's user column; shows the core every pending job)",
+    )
+    p.add_argument(
         "--fairshare-window",
         metavar="DURATION",
         default="7d",
@@ -477,6 +483,7 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         ),
         user_max_gpus=args.user_max_gpus,
         user_max_running=args.user_max_running,
+        user_fair_share=args.user_fair_share,
     )
 
 

@@ -98,6 +98,11 @@ class SimOptions:
     # users; None: no limit (the default, as in the portal).
     user_max_gpus: float | None = None
     user_max_running: int | None = None
+    # Fair share between the users of each team (issue 36, R21.4-R21.8): every team's project
+    # divides its share among its active users (the trace's `user` column). The depth bound's
+    # backlog placeholder would count as a user of its own, so with it every pending job is
+    # shown (the bound is off).
+    user_fair_share: bool = False
 
 
 class _Sim:
@@ -180,7 +185,7 @@ class Simulation:
         }
         self.pending_count = 0
         self.hidden_jobs = 0  # pending jobs left out of snapshots by the depth bound, summed
-        self.bounded = self.options.depth_bound
+        self.bounded = self.options.depth_bound and not self.options.user_fair_share
         # Backfill may pick a later job of a shape over an earlier one (B2), so the bound is
         # not exact there: each team and shape also shows its first `backfill_depth` jobs.
         self.min_depth = self.options.backfill_depth if spec.policy.backfill else 0
@@ -217,6 +222,7 @@ class Simulation:
             node_pools=(team,) if self.spec.partition else (),
             order=order,
             user_limits=self.user_limits,
+            user_fair_share=self.options.user_fair_share,  # R21.4
         )
 
     def _orders(self) -> list[int]:

@@ -105,6 +105,8 @@ class _Team:
         self.last = 0.0
 
     def advance(self, t: float) -> None:
+        """Add the GPU time held since the last change, counted only while a teammate of the
+        heaviest user waits (the share's numerator and denominator), and move to `t`."""
         if self.waiting and t > self.last:
             self.held_s += self.alloc * (t - self.last)
             self.heavy_s += self.heavy_alloc * (t - self.last)

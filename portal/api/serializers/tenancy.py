@@ -29,6 +29,8 @@ from portal.tenancy.models import (
     Role,
 )
 
+WEIGHT_MAX = 1000  # a user's weight in their project's user fair share (R21.4)
+WEIGHTS_MAX = 1000  # users weighted in one project
 GPUS = {"max_digits": 9, "decimal_places": 2, "min_value": 0}
 # a policy in seconds; null: as the department says, else off (see portal.jobs.health)
 SECONDS = {"min_value": 1, "max_value": 365 * 24 * 3600, "allow_null": True, "required": False}
@@ -148,6 +150,12 @@ class ProjectSerializer(QueueSerializer):
         help_text="memory per pod for jobs that do not say (null: the cluster's)",
     )
     default_memory_mib = MibField(source="default_memory_bytes")
+    user_weights = serializers.DictField(
+        child=serializers.FloatField(),
+        required=False,
+        help_text="with user_fair_share, each listed user's weight in dividing the project's "
+        "fair share (above 0; a user not listed weighs 1), R21.4",
+    )
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -175,14 +183,28 @@ class ProjectSerializer(QueueSerializer):
             "default_cpu_millis",
             "default_memory_mib",
             *LIMIT_FIELDS,
+            "user_fair_share",
+            "user_weights",
             "allocated_gpus",
             "fair_share",
+            "user_fair_shares",
             "running_jobs",
             "pending_jobs",
             "created_at",
         ]
+        extra_kwargs = {
+            "user_fair_share": {
+                "help_text": "divide the project's fair share among its active users, with "
+                "reclaim between them (issue 36, R21.4-R21.8); off by default"
+            },
+            "user_fair_shares": {
+                "help_text": "the active users' fair shares in GPUs, as the last scheduling "
+                "cycle divided them (R21.4); empty when user_fair_share is off"
+            },
+        }
         read_only_fields = [
             "fair_share",
+            "user_fair_shares",
             "created_at",
             "default_cpu_millis",
             *LIMIT_NUMBERS,
@@ -221,6 +243,25 @@ class ProjectSerializer(QueueSerializer):
                     f"{namespace} is this project's own namespace: list only others"
                 )
         return list(dict.fromkeys(namespaces))
+
+    def validate_user_weights(self, weights: dict[str, float]) -> dict[str, float]:
+        """Each weight above 0 and at most 1000, each key a known user (R21.4)."""
+        if len(weights) > WEIGHTS_MAX:
+            raise serializers.ValidationError(f"at most {WEIGHTS_MAX} users may be weighted")
+        for user, weight in weights.items():
+            if not (0 < weight <= WEIGHT_MAX):
+                raise serializers.ValidationError(
+                    f"{user!r}: a weight must be above 0 and at most {WEIGHT_MAX}, not {weight:g}"
+                )
+        known = set(
+            get_user_model()
+            .objects.filter(username__in=list(weights))
+            .values_list("username", flat=True)
+        )
+        unknown = sorted(set(weights) - known)
+        if unknown:
+            raise serializers.ValidationError(f"no user named {unknown[0]!r}", code=MISSING)
+        return dict(sorted(weights.items()))
 
     def validate_node_pools(self, pools: list[str]) -> list[str]:
         known = set(Node.objects.values_list("pool", flat=True))

@@ -100,3 +100,46 @@ def test_bad_fairshare_flags_name_the_flag(tmp_path, flags, named):
     trace = _write(tmp_path)
     with pytest.raises(SystemExit, match=named):
         main([str(trace), "--nodes", "1x2", "--quiet", *flags])
+
+
+def _user_trace():
+    """One team on one 4-GPU node: ann submits eight 1-GPU jobs of 10,000 s at 0, bob four of
+    1,000 s at 100 (the trace's `user` column)."""
+    jobs = [TraceJob(i, f"ann{i}", 0, 10_000, 1, 1, "A", user="ann") for i in range(8)]
+    jobs += [TraceJob(8 + i, f"bob{i}", 100, 1_000, 1, 1, "A", user="bob") for i in range(4)]
+    return Trace(jobs)
+
+
+def _user_waits(**options):
+    cluster = Cluster(1, 4, {"A": 4.0}, {})
+    options = {"cycle_s": 10, "progress": False, **options}
+    result = Simulation(_user_trace(), cluster, get_policy("kai"), SimOptions(**options)).run()
+    bob = [job for job in result.jobs if job.job_id.startswith("bob")]
+    return max(job.queued_s for job in bob), sum(job.evictions for job in result.jobs)
+
+
+def test_r21_5_with_user_fair_share_a_teammate_waits_for_no_one_elses_long_jobs():
+    # Off: ann's four running 10,000 s jobs hold the node, and her four pending ones are older
+    # than bob's: bob waits for two of her jobs to end (R4.3, oldest first).
+    off_wait, off_evictions = _user_waits()
+    assert off_wait >= 10_000 and off_evictions == 0
+    # On: ann and bob share the team's 4 GPUs 2 and 2; bob reclaims two of ann's jobs at once
+    # (R21.5) and his second pair follows his first; nobody waits 10,000 s.
+    on_wait, on_evictions = _user_waits(user_fair_share=True)
+    assert on_wait < 2_000 and on_evictions >= 2
+
+
+def test_r21_4_the_cli_passes_user_fair_share(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    lines = ["job_id,submit_time_s,duration_s,gpus,pods,team,user,status"]
+    lines += [f"a{i},0,10000,1,1,A,ann,Pass" for i in range(8)]
+    lines += [f"b{i},100,1000,1,1,A,bob,Pass" for i in range(4)]
+    trace.write_text("\n".join(lines) + "\n")
+    assert main([str(trace), "--nodes", "1x4", "--policy", "kai", "--quiet", "--no-html",
+                 "--out", str(tmp_path / "out"), "--user-fair-share"]) == 0  # fmt: skip
+    with_flag = (tmp_path / "out").rglob("jobs.csv")
+    rows = [line.split(",") for path in with_flag for line in path.read_text().splitlines()]
+    assert rows, "jobs.csv written"
+    header = rows[0]
+    evictions = sum(int(row[header.index("evictions")]) for row in rows[1:])
+    assert evictions >= 2  # bob reclaimed from ann: the flag reached the core

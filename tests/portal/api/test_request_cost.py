@@ -1,0 +1,61 @@
+"""What the hot routes cost per request (issue 39): the job list, a job and a submission ask
+the database only what their answer needs, and build no serializer fields per request."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework import serializers
+
+from portal.api.serializers.jobs import JobSerializer
+from portal.jobs.models import Job, Status
+
+pytestmark = pytest.mark.django_db
+
+
+def statements(client, path: str) -> list[str]:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(path).status_code == 200
+    return [query["sql"] for query in queries.captured_queries]
+
+
+def test_a_list_whose_texts_name_no_job_reads_no_project_names(api, member, team_a, team_b):
+    Job.objects.create(project=team_a, name="waits", gpus=1, user=member,
+                       pending_reason="waits for quota (R3)")  # fmt: skip
+    sql = statements(api(member), "/api/v1/jobs/?project=team-a")
+    # the token, the count and the page: the names of every project are read only to hide
+    # another project's job named in a text (portal.jobs.redaction)
+    assert len(sql) == 3, sql
+
+
+def test_a_text_naming_another_projects_job_is_still_hidden(api, member, team_a, team_b):
+    Job.objects.create(project=team_a, name="moved", gpus=1, user=member,
+                       pending_reason="preempted so team-b/secret-x can start (R9)")  # fmt: skip
+    answer = api(member).get("/api/v1/jobs/team-a/moved/").json()
+    assert answer["pending_reason"] == "preempted so another project's job can start (R9)"
+
+
+def test_showing_jobs_builds_no_serializer_fields(team_a, member, monkeypatch):
+    Job.objects.create(project=team_a, name="one", gpus=1, user=member, status=Status.PENDING)
+    assert JobSerializer(Job.objects.select_related("project", "user"), many=True).data  # warm
+    built = []
+    original = serializers.ModelSerializer.get_fields
+    monkeypatch.setattr(serializers.ModelSerializer, "get_fields",
+                        lambda self: built.append(type(self)) or original(self))  # fmt: skip
+    jobs = Job.objects.select_related("project", "user")
+    assert JobSerializer(jobs, many=True).data[0]["name"] == "one"
+    assert JobSerializer(jobs[0]).data["name"] == "one"
+    assert built == []  # DRF would deep-copy some forty fields for each serializer
+
+
+def test_a_submission_reads_no_node_and_no_other_project(api, member, team_a, team_b, nodes):
+    with CaptureQueriesContext(connection) as queries:
+        answer = api(member).post("/api/v1/jobs/", {"project": "team-a", "name": "one", "gpus": 1},
+                                  format="json")  # fmt: skip
+    assert answer.status_code == 201, answer.content
+    sql = [query["sql"] for query in queries.captured_queries]
+    # the largest node and the totals are one aggregate; whether the job can ever start reads
+    # its project and department, not the cluster's every node and project
+    assert [q for q in sql if 'FROM "cluster_node"' in q and "MAX(" not in q] == []
+    assert not [q for q in sql if 'FROM "tenancy_project"' in q and "WHERE" not in q]
