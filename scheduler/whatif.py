@@ -27,6 +27,8 @@ from .model import Job, JobKey, Node, Policy, Snapshot
 NodeAction = Literal["cordon", "drain", "uncordon", "remove"]
 PROJECT_FIELDS = ("quota", "over_quota_weight", "limit")
 STEPS = 20  # clock steps of the forward runs (eta.resolution_for): the 2 s budget at 4,000 jobs
+MAX_STEPS = 100  # at most: a step never shorter than horizon / MAX_STEPS (short ends, long horizon)
+VICTIM_CANDIDATES = 16  # each reclaim/preempt search stops after this many victims (R11.1's cap)
 
 
 @dataclass(frozen=True)
@@ -99,8 +101,13 @@ def what_if(
     """Run the scheduler forward from `snapshot` without and with `changes` (applied in order,
     :func:`apply_changes`) up to `horizon_s` seconds ahead; see the module's docstring. Raises
     ValueError naming a project, node or job a change refers to that the snapshot lacks (or a
-    job or node that is there already)."""
-    policy = policy or Policy()
+    job or node that is there already, or a negative quota, weight or limit).
+
+    Bounded, as a preview must answer in seconds: each reclaim or preempt search tries at most
+    `VICTIM_CANDIDATES` victims (`Policy.max_reclaim_candidates`; unbounded, one failing search
+    simulated O(n^2) placements and a quota raise at 4,000 jobs ran 4,930 s), and the forward
+    run takes at most about `MAX_STEPS` clock steps over the horizon."""
+    policy = replace(policy or Policy(), max_reclaim_candidates=VICTIM_CANDIDATES)
     changed, displaced = apply_changes(snapshot, changes)
     before = forecast(snapshot, {}, policy, horizon_s)
     after = forecast(changed, displaced, policy, horizon_s)
@@ -122,7 +129,7 @@ def forecast(
     now = snapshot.now
     started = {job.key: now for job in settled.jobs if job.running and job.key in waiting}
     series: list[tuple[float, dict[str, float]]] = []
-    step = resolution_for(settled, horizon_s, steps=STEPS)
+    step = max(resolution_for(settled, horizon_s, steps=STEPS), horizon_s / MAX_STEPS)
     ahead = replace(policy, consolidation=False, reclaim=False, preempt=False)
     starts = estimate_starts(settled, ahead, horizon_s, step,
                              on_step=lambda at: series.append((at.now, held(at))))  # fmt: skip
@@ -158,6 +165,11 @@ def _project(snapshot: Snapshot, change: ProjectChange, displaced) -> Snapshot:
     unknown = set(change.values) - set(PROJECT_FIELDS)
     if unknown:
         raise ValueError(f"a project change sets only {', '.join(PROJECT_FIELDS)}")
+    for name, value in change.values.items():
+        if name == "quota" and value is None:
+            raise ValueError("quota must be a number of GPUs, not empty")
+        if value is not None and not value >= 0:  # NaN fails too
+            raise ValueError(f"{name} must be 0 or more GPUs, not {value}")
     projects = tuple(
         replace(p, **change.values) if p.name == change.project else p for p in snapshot.projects
     )
