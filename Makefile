@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --resources --json
 	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --resources --json
 	$(PY) -m scheduler_tools.bench --sweep
+	$(PY) benchmarks/whatif_bench.py
 
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run):
 # 4,000 jobs one POST each, then the same as sweeps of 100 through jobs/bulk/, then one POST
