@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(PY) -m scheduler_tools.bench --scenario reclaim --nodes 500 --gpus-per-node 8 --projects 100 --jobs 4000 --resources --json
 	$(PY) -m scheduler_tools.bench --scenario steady --nodes 2000 --gpus-per-node 8 --projects 100 --jobs 10000 --resources --json
 	$(PY) -m scheduler_tools.bench --sweep
+	$(PY) benchmarks/whatif_bench.py
 
 # The portal end to end on PostgreSQL + Redis + Celery (both must be running; see .ci/run):
 # 4,000 jobs one POST each, then the same as sweeps of 100 through jobs/bulk/, then one POST
@@ -104,10 +105,13 @@ bench-jupyter: $(STAMP)
 
 # KAI's scale test on a real control plane (a lab of 500 KWOK nodes x 8 GPUs) with Allot as the
 # scheduler on PostgreSQL + Redis + Celery (both must be running): 4,000 jobs, then a reclaim of
-# the same shape; times to all pods Running by the API server's count, CPU per part.
+# the same shape; times to all pods Running by the API server's count, CPU per part. Last, KAI's
+# topology shape (issue 38): 512 one-pod-per-node jobs on 512 nodes in 16 racks, plain then with
+# required: rack, both times reported.
 bench-k8s: $(STAMP) k8s-lab
 	$(PY) benchmarks/k8s_bench.py
 	$(PY) benchmarks/k8s_bench.py --external 0.25  # a quarter as indexed Jobs made on the API server
+	$(PY) benchmarks/k8s_bench.py --topology --nodes 512 --jobs 512 --projects 16 --no-floor
 
 # The Kubernetes lab's binaries (tests/k8s), built from the modules pinned in scripts/k8s-lab.d/
 # into ~/.cache/allot-k8s-lab (slow once, then cached); `scripts/k8s-lab start` runs the lab.

@@ -124,6 +124,9 @@ class Workload:
     type: str = "train"
     user: str = ""  # who made it, when the cluster says (an annotation); "" otherwise
     complete: bool = False
+    # Its topology constraint by annotation (issue 38): a level's node label key, "" for none
+    topology_required: str = ""
+    topology_preferred: str = ""
 
 
 @dataclass(frozen=True)

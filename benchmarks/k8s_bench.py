@@ -40,6 +40,13 @@ nodes' heartbeats, beat's cycles, the watches: the baseline inside those figures
 is one JSON object with `running`, `end_to_end_s`, `reclaim_s`, `cpu_s` (the fill's split),
 `reclaim_cpu_s`, `idle_cpu_s_per_s`, the cycle figures, `floor` and the ratios `fill_vs_floor`
 and `reclaim_vs_fill`.
+With `--topology` (issue 38), KAI's topology shape: the lab's nodes are labelled into `--racks`
+racks (`allot.io/rack`, `scripts/k8s-lab start --racks`), the portal's pool gets that label as its
+level, and every job is one pod of a whole node (`--gpus-per-node` GPUs), as KAI's scale test
+places 512 one-pod-per-node jobs on 512 nodes. The fill runs plain first; its jobs are then
+deleted and, once their pods are gone, the same jobs of new projects (`topo-*`) are submitted
+with `"topology": {"required": "rack"}` and timed the same way (no reclaim): `topology_s` beside
+`end_to_end_s`, and their ratio `topology_vs_plain`, measured in one sitting.
 Goals (issue 39): single-POST fill at most 1.0x the floor, bulk fill 0.6x, reclaim 1.5x the fill
 of the same run and under 90 s on a quiet machine (KAI published 6 min 38 s and 11 min 34 s).
 """
@@ -71,6 +78,7 @@ PORT = 18010  # not bench-portal's, so both may run
 MANAGED = ("app.kubernetes.io/managed-by", "allot")
 EXTERNAL = "allot-bench/external"  # on the external Jobs' pods: the counter knows them by it
 KEEP_RUNNING = "allot.io/lab-keep-running"  # KWOK leaves such a Job's pod Running (k8s-lab)
+RACK = "allot.io/rack"  # the label `scripts/k8s-lab start --racks` puts on the nodes
 
 
 def lab(*args: str, timeout: float = 900) -> str:
@@ -609,23 +617,35 @@ def main(argv: list[str] | None = None) -> int:
                         help="a part fails when its pods have not changed so long")  # fmt: skip
     parser.add_argument("--no-floor", action="store_true",
                         help="skip the stock kube-scheduler's run of the jobs first")  # fmt: skip
+    parser.add_argument("--topology", action="store_true",
+                        help="KAI's topology shape: one-pod-per-node jobs, plain then with "
+                        "required: rack (see the module docstring)")  # fmt: skip
+    parser.add_argument("--racks", type=int, default=16,
+                        help="with --topology, racks the nodes are labelled into")  # fmt: skip
     args = parser.parse_args(argv)
     if not 0 <= args.external <= 1:
         parser.error("--external: a share from 0 to 1")
+    if args.topology and (args.external or args.racks < 1):
+        parser.error("--topology: with --racks of at least 1 and no --external")
+    if args.topology:
+        args.no_reclaim = True  # the topology part takes the reclaim's place
 
     lab_dir = Path(tempfile.mkdtemp(prefix="allot-k8s-bench-lab-"))
     started = time.monotonic()
+    racks = ("--racks", str(args.racks)) if args.topology else ()
     print(lab("start", "--dir", str(lab_dir), "--nodes", str(args.nodes),
-              "--gpus-per-node", str(args.gpus_per_node)).strip().splitlines()[0])  # fmt: skip
+              "--gpus-per-node", str(args.gpus_per_node),
+              *racks).strip().splitlines()[0])  # fmt: skip
     kubeconfig = lab_dir / "admin.kubeconfig"
     env = {"ALLOT_AGENT": "kubernetes", "KUBECONFIG": str(kubeconfig)}
     stack = Stack(DATABASE, REDIS_URL, web=args.web, port=PORT, env=env)
     counter = cycles = None
     names = [f"project-{i:03d}" for i in range(args.projects)]
     names += [f"owner-{i:03d}" for i in range(args.projects // 2)]  # the reclaim's
+    names += [f"topo-{i:03d}" for i in range(args.projects)]  # the topology part's
     projects_of = {namespace_for(name): name for name in names}
     external = ExternalJobs(kubeconfig, args.threads) if args.external else None
-    floor = None
+    floor = topology = None
     try:
         counter = PodCounter(kubeconfig, projects_of).start()
         if not args.no_floor:
@@ -647,9 +667,13 @@ def main(argv: list[str] | None = None) -> int:
         quota = total / args.projects
         projects = [{"name": f"project-{i:03d}", "quota": quota} for i in range(args.projects)]
         post_all(stack.base, token, "/api/v1/projects/", projects, args.threads)
+        if args.topology:  # the pool's level, set before both fills: only the constraint differs
+            call(stack.base, token, "POST", "/api/v1/topology/",
+                 {"pool": "default", "levels": [RACK]})  # fmt: skip
 
-        jobs = [{"project": f"project-{i % args.projects:03d}", "name": f"job-{i:05d}", "gpus": 1}
-                for i in range(args.jobs)]  # fmt: skip
+        gpus = args.gpus_per_node if args.topology else 1  # one pod per node
+        jobs = [{"project": f"project-{i % args.projects:03d}", "name": f"job-{i:05d}",
+                 "gpus": gpus} for i in range(args.jobs)]  # fmt: skip
         fill = phase("fill", stack, token, lab_dir, cycles, jobs,
                      lambda: counter.count("project-")[1] >= args.jobs,
                      lambda: portal_running(stack, token) >= args.jobs,
@@ -668,6 +692,8 @@ def main(argv: list[str] | None = None) -> int:
         reclaim = None
         if not args.no_reclaim and fill["done"]:
             reclaim = reclaim_part(stack, token, lab_dir, cycles, counter, external, args)
+        if args.topology and fill["done"]:
+            topology = topology_part(stack, token, lab_dir, cycles, counter, jobs, args)
     finally:
         if cycles is not None:
             cycles.stopping.set()
@@ -696,6 +722,15 @@ def main(argv: list[str] | None = None) -> int:
         "reclaim_cpu_s": reclaim["cpu_s"] if reclaim else None,
         "reclaim_cycles": reclaim["cycles"] if reclaim else None,
         "floor": floor,
+        "racks": args.racks if args.topology else None,
+        "topology_s": topology["elapsed_s"] if topology else None,
+        "topology_portal_s": topology["portal_s"] if topology else None,
+        "topology_running": topology["running"] if topology else None,
+        "topology_racks_ok": topology["racks_ok"] if topology else None,
+        "topology_cpu_s": topology["cpu_s"] if topology else None,
+        "topology_cycles": topology["cycles"] if topology else None,
+        "topology_vs_plain": ratio(topology["elapsed_s"], fill["elapsed_s"]) if topology
+        else None,
         # the goals of issue 39 are these ratios, measured in one sitting
         "fill_vs_floor": ratio(fill["elapsed_s"], floor["elapsed_s"]) if floor else None,
         "reclaim_vs_fill": ratio(reclaim["elapsed_s"], fill["elapsed_s"]) if reclaim else None,
@@ -703,6 +738,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summary))
     ok = running == args.jobs and (args.no_reclaim or bool(reclaim and reclaim["done"]))
     ok = ok and (args.no_floor or bool(floor and floor["done"]))
+    ok = ok and (not args.topology or bool(topology and topology["done"]
+                                            and topology["racks_ok"]))  # fmt: skip
     return 0 if ok else 1
 
 
@@ -748,6 +785,47 @@ def reclaim_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,
     print(f"reclaim: CPU seconds {part['cpu_s']}")
     print(f"reclaim: cycles {part['cycles']}")
     return {**part, "reclaimed": held - left, "running": running}
+
+
+def topology_part(stack: Stack, token: str, lab_dir: Path, cycles: CycleLog,
+                  counter: PodCounter, plain: list[dict], args) -> dict:  # fmt: skip
+    """The plain fill's jobs deleted (not timed: until their pods are gone), then the same jobs
+    of the `topo-*` projects with `required: rack`, timed as the fill."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def delete(job: dict) -> None:
+        call(stack.base, token, "DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
+
+    with ThreadPoolExecutor(args.threads) as pool:
+        list(pool.map(delete, plain))
+    if wait_until(lambda: counter.count("project-")[0] == 0, args.timeout) is None:
+        raise SystemExit(f"the plain fill's pods are not gone: {counter.count('project-')}")
+    projects = [{"name": f"topo-{i:03d}", "quota": args.nodes * args.gpus_per_node
+                 / args.projects} for i in range(args.projects)]  # fmt: skip
+    post_all(stack.base, token, "/api/v1/projects/", projects, args.threads)
+    jobs = [{**job, "project": job["project"].replace("project-", "topo-"),
+             "topology": {"required": "rack"}} for job in plain]  # fmt: skip
+    part = phase("topology", stack, token, lab_dir, cycles, jobs,
+                 lambda: counter.count("topo-")[1] >= len(jobs),
+                 lambda: portal_running(stack, token) >= len(jobs),
+                 lambda: counter.count("topo-"), None, args)  # fmt: skip
+    running = counter.count("topo-")[1]
+    print(f"topology: {running}/{len(jobs)} one-pod-per-node jobs with required: rack Running "
+          f"after {part['elapsed_s']:.1f} s (KAI: 512 on 512 nodes in 48.7 s); in the portal "
+          f"after {part['portal_s']} s")  # fmt: skip
+    print(f"topology: CPU seconds {part['cpu_s']}")
+    print(f"topology: cycles {part['cycles']}")
+    return {**part, "running": running, "racks_ok": racks_ok(stack, token, len(jobs))}
+
+
+def racks_ok(stack: Stack, token: str, count: int) -> bool:
+    """Every topology job says it landed in one rack (its REST `domain`): the shape was placed
+    by the constraint, not merely fast."""
+    page = call(stack.base, token, "GET", "/api/v1/jobs/?status=Running&page_size=1000")
+    landed = [job for job in page["results"] if job["project"].startswith("topo-")
+              and job["domain"].startswith("rack ")]  # fmt: skip
+    print(f"topology: {len(landed)}/{count} jobs report a rack as their domain")
+    return len(landed) >= count
 
 
 def post_all_patch(stack: Stack, token: str, projects: list[dict], threads: int) -> None:

@@ -29,6 +29,12 @@ def is_cluster_admin(user) -> bool:
     return bool(user and user.is_authenticated and user.is_staff)
 
 
+def may_preview_changes(user) -> bool:
+    """The what-if (issue 37) shows every project's queue and the jobs a change would stop:
+    cluster admins only, as they alone make those changes."""
+    return is_cluster_admin(user)
+
+
 def projects_for(user) -> QuerySet[Project]:
     """The projects `user` may see: all for a cluster admin, else those they are a member of."""
     if is_cluster_admin(user):

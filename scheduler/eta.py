@@ -12,6 +12,7 @@ deterministic: the snapshot's clock is the only time it knows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from .actions.backfill import predicted_end
@@ -30,6 +31,7 @@ def estimate_starts(
     policy: Policy | None = None,
     horizon_s: float | None = None,
     resolution_s: float = 0.0,
+    on_step: Callable[[Snapshot], None] | None = None,
 ) -> dict[JobKey, float | None]:
     """Predicted start time (snapshot clock) of every pending job of `snapshot`, or None when
     the simulation cannot tell: it waits on jobs of unknown run time, on more than `horizon_s`
@@ -41,7 +43,10 @@ def estimate_starts(
     `resolution_s` trades exactness for speed on big clusters: one step ends every job predicted
     to end within `resolution_s` of the next end, at the last of those ends, so an estimate is
     late by at most `resolution_s` and a busy queue takes far fewer steps (the portal uses a
-    minute). 0 is exact: one step per distinct end."""
+    minute). 0 is exact: one step per distinct end.
+
+    `on_step`, when given, sees the settled cluster at each clock step (the what-if's allocation
+    over time, scheduler/whatif.py), the first at the snapshot's own clock."""
     policy = policy or Policy()
     eta: dict[JobKey, float | None] = {j.key: None for j in snapshot.jobs if not j.running}
     waiting = set(eta)
@@ -49,6 +54,8 @@ def estimate_starts(
     current = snapshot
     for _ in range(len(snapshot.jobs) + 1):
         current = _settle(current, policy, eta, waiting)
+        if on_step is not None:
+            on_step(current)
         if not waiting:
             break
         ends = [

@@ -316,6 +316,11 @@ class Policy:
     - `k_value`: time-based fair share factor of R2.9; `usage` in the snapshot feeds it.
     - `saturation_multiplier`: R9.5; values below 1 are treated as 1.
     - `max_consolidation_preemptees`: R11.1.
+    - `max_reclaim_candidates`: None (the default) lets reclaim and preempt search every victim
+      candidate (R8.2-R8.5); a number stops each job's search after that many, as R11.1 does
+      for consolidation. A failing search simulates growing scenarios over every candidate,
+      O(n^2) placements, which took the what-if (scheduler/whatif.py) over an hour at 4,000
+      jobs; the what-if bounds it.
     - `consolidation_candidates`: ``"node_first"`` (Allot's improvement E11, the default: a
       pending job is offered the occupants of the nodes cheapest to empty, every resource
       counted) or
@@ -349,6 +354,7 @@ class Policy:
     k_value: float = 1.0
     saturation_multiplier: float = 1.0
     max_consolidation_preemptees: int = 16
+    max_reclaim_candidates: int | None = None
     consolidation_candidates: Literal["node_first", "victim_queue"] = "node_first"
     allow_consolidating_reclaim: bool = True
     staleness_grace_s: float = 60.0

@@ -4,10 +4,12 @@
     python scripts/replay_scenario.py tests/fixtures/tr4858.json \
         --url http://127.0.0.1:8000 --token "$(python manage.py issue_token admin | tail -n 1)"
 
-The scenario's nodes (with their CPU, memory, GPU memory and failed devices), departments and
+The scenario's nodes (with their CPU, memory, GPU memory, failed devices and labels), each node
+pool's topology levels (`POST /api/v1/topology/`, issue 38), departments and
 projects (with their CPU and memory limits, a project with its department) are created, or, when
 they exist, updated to the scenario's values;
-each job is submitted with `POST /api/v1/jobs/` (with its `cpu`, `memory` and `gpu_memory`) and
+each job is submitted with `POST /api/v1/jobs/` (with its `cpu`, `memory`, `gpu_memory` and
+`topology`) and
 each deletion sent with `DELETE`, every one followed by `POST /api/v1/scheduler/cycles/` (settle),
 as FORMAT.md prescribes; a step's `failed_devices` is a `PATCH` of the node, settled before the
 step's submissions, as in the core (docs/scenarios.md). After each `expect` step the portal's jobs
@@ -147,6 +149,7 @@ def node_body(node: Node) -> dict:
         "cpu": _quantity(node.cpu_millis, "m"),
         "memory": None if node.memory_bytes is None else format_memory(node.memory_bytes),
         "failed_devices": list(node.failed_devices) or None,
+        "labels": dict(node.labels) or None,
     }
     return body | {key: value for key, value in optional.items() if value is not None}
 
@@ -250,6 +253,8 @@ def prepare(
         upsert(portal, "departments", queue_body(department))
     for project in scenario.projects:
         upsert(portal, "projects", project_body(project))
+    for pool, levels in sorted(scenario.topology.items()):
+        portal.require("POST", "/api/v1/topology/", {"pool": pool, "levels": list(levels)})
     add_members(portal, users)
     names = {project.name for project in scenario.projects}
     leftovers = [job for job in portal.all("/api/v1/jobs/") if job["project"] in names]
@@ -265,11 +270,14 @@ def prepare(
 
 
 def _reset(portal: Portal) -> None:
-    """Every job, node, project and department deleted (projects before their departments): the
-    scenario then makes the whole cluster."""
+    """Every job, node, project, department and pool topology deleted (projects before their
+    departments): the scenario then makes the whole cluster, and a pool keeps no levels an
+    earlier scenario gave it (R23.1)."""
     for job in portal.all("/api/v1/jobs/"):
         portal.require("DELETE", f"/api/v1/jobs/{job['project']}/{job['name']}/")
     portal.settle()
+    for row in portal.all("/api/v1/topology/"):
+        portal.require("DELETE", f"/api/v1/topology/{row['pool']}/")
     for collection in ("nodes", "projects", "departments"):
         for row in portal.all(f"/api/v1/{collection}/"):
             portal.require("DELETE", f"/api/v1/{collection}/{row['name']}/")
@@ -299,7 +307,8 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
     shares = {row["name"]: row["fair_share"] for row in rows}
     users = {row["name"]: row["user_fair_shares"] for row in rows if row.get("user_fair_shares")}
     snapshot = Snapshot(nodes=scenario.nodes, projects=scenario.projects, jobs=tuple(jobs),
-                        departments=scenario.departments)  # fmt: skip
+                        departments=scenario.departments,
+                        topology=scenario.topology)  # fmt: skip
     return snapshot, Plan(decisions=(), fair_shares=shares, pending_reasons=reasons,
                           user_fair_shares=users)  # fmt: skip
 

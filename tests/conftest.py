@@ -22,6 +22,7 @@ import pytest
 
 from agents.sessions import LocalSessions, _unreachable
 from scheduler.quantity import GIB
+from tests.binaries import needs_built_binaries
 
 TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/allot"
 
@@ -62,6 +63,12 @@ def _reset_connections() -> None:
 
 
 _configure_django()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests that run binaries built with Go go last, in their order: on a new machine
+    `.ci/run` builds those binaries in the background while the others run (tests/binaries.py)."""
+    items.sort(key=needs_built_binaries)
 
 
 @pytest.hookimpl(tryfirst=True)

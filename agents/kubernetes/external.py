@@ -14,6 +14,14 @@ An annotation overrides the gang: Allot's own `allot.io/gang-size` (on the pod o
 owner), else KAI's `kai.scheduler/batch-min-member` (on the top owner), else Kueue's
 `kueue.x-k8s.io/pod-group-total-count` (on the pod).
 
+A topology constraint (issue 38) is read from the annotations KAI and Kueue users already write,
+so a workload made for either keeps its placement under Allot: Allot's own
+`allot.io/topology-required` / `allot.io/topology-preferred`, KAI's
+`kai.scheduler/topology-required-placement` / `kai.scheduler/topology-preferred-placement` (on
+the top owner, as KAI's pod-grouper reads them, or the pod), Kueue's
+`kueue.x-k8s.io/podset-required-topology` / `kueue.x-k8s.io/podset-preferred-topology` (on the
+pod template, so the pod). Each names a level by its node label key, as Allot's pools list them.
+
 Owners are read with the official client (`CustomObjectsApi`, which reads any group's objects
 as plain dicts, built-in `batch/v1` and `apps/v1` included) and cached by uid for `OWNER_TTL_S`
 (a Job's status says whether it is complete, so it is read again now and then).
@@ -47,6 +55,13 @@ OWNER_TTL_S = 10.0
 GANG_ANNOTATION = "allot.io/gang-size"
 KAI_GANG = "kai.scheduler/batch-min-member"
 KUEUE_GANG = "kueue.x-k8s.io/pod-group-total-count"
+# Topology by annotation (issue 38), first found wins: (required keys, preferred keys)
+TOPOLOGY = {
+    "required": ("allot.io/topology-required", "kai.scheduler/topology-required-placement",
+                 "kueue.x-k8s.io/podset-required-topology"),
+    "preferred": ("allot.io/topology-preferred", "kai.scheduler/topology-preferred-placement",
+                  "kueue.x-k8s.io/podset-preferred-topology"),
+}  # fmt: skip
 FRACTION = "gpu-fraction"
 GPU_MEMORY = "gpu-memory"
 ENDED = frozenset({"Succeeded", "Failed"})
@@ -351,6 +366,19 @@ def gang(pods: list[dict], top: dict | None) -> int:
     return max(len([pod for pod in pods if live(pod)]), 1)
 
 
+def topology(pods: list[dict], top: dict | None) -> dict[str, str]:
+    """{"required": level, "preferred": level} as the annotations say (module docstring): for
+    each kind, the first annotation key in Allot's, KAI's, Kueue's order found on the first pod
+    or the top owner; an empty value counts as none."""
+    notes = [(pod["metadata"].get("annotations") or {}) for pod in pods[:1]]
+    notes.append((top or {}).get("metadata", {}).get("annotations") or {})
+    found = {}
+    for kind, keys in TOPOLOGY.items():
+        values = (str(where.get(key) or "").strip() for key in keys for where in notes)
+        found[kind] = next((value for value in values if value), "")
+    return found
+
+
 def _complete(pods: list[dict], top: dict | None) -> bool:
     if pods and any(live(pod) for pod in pods):
         return False
@@ -392,6 +420,7 @@ def workloads(cached: Iterable[dict], owners: Owners) -> tuple[list[Workload], d
             type=KINDS.get(priority, "train"),
             user=notes.get("allot.io/user") or labels.get("allot.io/user") or "",
             complete=_complete(pods, top),
+            **{f"topology_{kind}": level for kind, level in topology(pods, top).items()},
             **requests_of(first),
         ))  # fmt: skip
     found.sort(key=lambda w: (w.created_at, w.ref.namespace, w.ref.owner))

@@ -43,6 +43,7 @@ from portal.api.views.tokens import (
     UserTokenList,
 )
 from portal.api.views.userlimits import UserLimitDetail, UserLimitList
+from portal.api.views.whatif import WhatIf
 from portal.api.views.workspaces import MyWorkspaces, WorkspaceDetail
 
 urlpatterns = [
@@ -110,6 +111,7 @@ urlpatterns = [
     path("budgets/<int:pk>/", BudgetDetail.as_view(), name="budget-detail"),
     path("reservations/", ReservationList.as_view(), name="reservation-list"),
     path("reservations/<int:pk>/", ReservationDetail.as_view(), name="reservation-detail"),
+    path("what-if/", WhatIf.as_view(), name="what-if"),
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),

@@ -85,6 +85,10 @@ class PoolTopology(models.Model):
 
     pool = models.CharField(max_length=63, unique=True, validators=[validate_dns_label])
     levels = models.JSONField(default=list)
+    # The constraint a gang that may only run in this pool gets when neither its submission
+    # nor its project names one (issue 38): one of `levels` (key or short name), "" for none.
+    default_required = models.CharField(max_length=317, blank=True, default="")
+    default_preferred = models.CharField(max_length=317, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -70,17 +70,24 @@ def delete_node(node: Node) -> None:
         request_cycle_on_commit()
 
 
-def set_pool_topology(pool: str, levels: list[str]) -> PoolTopology:
-    """Give node pool `pool` its topology levels, widest first (issue 38, R23.1), replacing what
-    it had; the next cycle places by them."""
+def set_pool_topology(
+    pool: str, levels: list[str], default_required: str = "", default_preferred: str = ""
+) -> PoolTopology:
+    """Give node pool `pool` its topology levels, widest first (issue 38, R23.1), and the
+    constraint its gangs get when they name none, replacing what it had; the next cycle places
+    by them."""
+    after = {"levels": levels, "default_required": default_required,
+             "default_preferred": default_preferred}  # fmt: skip
     with transaction.atomic():
         row, created = PoolTopology.objects.select_for_update().get_or_create(
-            pool=pool, defaults={"levels": levels}
+            pool=pool, defaults=after
         )
-        before = {"levels": [] if created else row.levels}
-        row.levels = levels
+        before = {key: ([] if key == "levels" else "") if created else getattr(row, key)
+                  for key in after}  # fmt: skip
+        for key, value in after.items():
+            setattr(row, key, value)
         row.save()
-        audit.record("topology.changed", row, changes=audit.diff(before, {"levels": levels}))
+        audit.record("topology.changed", row, changes=audit.diff(before, after))
         request_cycle_on_commit()
     return row
 

@@ -80,3 +80,31 @@ def landing(nodes: list[str], cache: dict) -> str:
     if None in found or len(pools) != 1:
         return ""
     return landed_in(cache["pool_levels"].get(pools.pop(), []), [row[1] for row in found])
+
+
+def constraint(required: str, preferred: str) -> dict[str, str]:
+    """A job's `topology` from a default's two levels ("" for none), {} when both are empty."""
+    return {kind: level for kind, level in (("required", required), ("preferred", preferred))
+            if level}  # fmt: skip
+
+
+def pool_defaults() -> tuple[dict[str, dict[str, str]], set[str]]:
+    """(each pool's default constraint, every pool a node is in): read once per request, as a
+    batch of submissions asks for the same."""
+    rows = PoolTopology.objects.values_list("pool", "default_required", "default_preferred")
+    defaults = {pool: constraint(required, preferred) for pool, required, preferred in rows}
+    return defaults, set(Node.objects.values_list("pool", flat=True).distinct())
+
+
+def default_for(project, defaults: tuple[dict[str, dict[str, str]], set[str]]) -> dict[str, str]:
+    """The constraint a gang of `project` gets when its submission names none (issue 38): the
+    project's own default; else its pools' (those it names, or every pool) when they all give
+    the same one - a gang that may land in pools with different defaults gets none, as no one
+    of them can be said to be where it runs; else none."""
+    own = constraint(project.default_topology_required, project.default_topology_preferred)
+    if own:
+        return own
+    by_pool, every_pool = defaults
+    pools = set(project.node_pools or ()) or every_pool
+    found = {tuple(sorted(by_pool.get(pool, {}).items())) for pool in pools}
+    return dict(found.pop()) if len(found) == 1 else {}

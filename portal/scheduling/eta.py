@@ -93,31 +93,8 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     the number of rows written."""
     now = now or timezone.now()
     state = snapshot.load()
-    learned, bursts = predictor()
     clock = now.timestamp()
-    started = {
-        job.key: state.rows[job.key].started_at.timestamp()
-        for job in state.jobs
-        if job.running and state.rows[job.key].started_at
-    }
-    ran = {key: max(clock - at, 0.0) for key, at in started.items()}
-    burst = {job.key: bursts.get(job.key, "") for job in state.jobs}
-    learned.running(
-        Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key], burst[job.key])
-        for job in state.jobs
-        if job.key in ran
-    )
-    jobs, predicted, ends = [], {}, {}
-    for job in state.jobs:
-        row = state.rows[job.key]
-        shape = (job.user, job.project, job.image, job.gpus * job.pods)
-        guess = learned.predict(*shape, row.estimate_s, burst[job.key])
-        predicted[job.key] = guess
-        if job.key in ran:
-            ends[job.key] = learned.expected_end(*shape, ran[job.key], clock, row.estimate_s,
-                                                 burst[job.key])  # fmt: skip
-        jobs.append(replace(job, expected_s=guess.seconds, started=started.get(job.key),
-                            expected_end=ends.get(job.key)))  # fmt: skip
+    jobs, predicted, ends = predicted_jobs(state, clock)
     view = Snapshot(nodes=state.nodes, projects=state.projects, jobs=tuple(jobs),
                     departments=state.departments, now=now.timestamp(),
                     usage=state.usage)  # fmt: skip
@@ -152,6 +129,37 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
         batch_size=500,
     )
     return len(updates)
+
+
+def predicted_jobs(state: snapshot.CycleRows, clock: float) -> tuple[list, dict, dict]:
+    """The state's jobs with their predicted run times and, when running, their predicted ends
+    (the forward runs' input: the ETA's refresh and the what-if, portal.scheduling.whatif);
+    also each job's prediction and each running job's end, by key."""
+    learned, bursts = predictor()
+    started = {
+        job.key: state.rows[job.key].started_at.timestamp()
+        for job in state.jobs
+        if job.running and state.rows[job.key].started_at
+    }
+    ran = {key: max(clock - at, 0.0) for key, at in started.items()}
+    burst = {job.key: bursts.get(job.key, "") for job in state.jobs}
+    learned.running(
+        Running(job.user, job.project, job.image, job.gpus * job.pods, ran[job.key], burst[job.key])
+        for job in state.jobs
+        if job.key in ran
+    )
+    jobs, predicted, ends = [], {}, {}
+    for job in state.jobs:
+        row = state.rows[job.key]
+        shape = (job.user, job.project, job.image, job.gpus * job.pods)
+        guess = learned.predict(*shape, row.estimate_s, burst[job.key])
+        predicted[job.key] = guess
+        if job.key in ran:
+            ends[job.key] = learned.expected_end(*shape, ran[job.key], clock, row.estimate_s,
+                                                 burst[job.key])  # fmt: skip
+        jobs.append(replace(job, expected_s=guess.seconds, started=started.get(job.key),
+                            expected_end=ends.get(job.key)))  # fmt: skip
+    return jobs, predicted, ends
 
 
 def expected_start(key, starts, bounds, never, now: float) -> tuple[str, float | None, str]:

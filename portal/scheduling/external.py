@@ -33,6 +33,7 @@ from django.db.models import Q
 from agents.base import Agent, Observation, Workload
 from agents.kubernetes.names import namespace_for
 from portal.cluster.models import Node
+from portal.cluster.topology import constraint, default_for, pool_defaults
 from portal.core.validators import NAME_MAX
 from portal.jobs import resources as job_resources
 from portal.jobs.models import ACTIVE, Job, Status
@@ -69,14 +70,17 @@ def sync(observation: Observation, monotonic=time.monotonic) -> None:
         row["external_uid"]: row
         for row in Job.objects.filter(
             Q(external_uid__in=list(seen)) | (~Q(external_uid="") & Q(status__in=ACTIVE))
-        ).values("id", "external_uid", "status", "pods", "gpus", "cpu_millis", "memory_bytes")
+        ).values(
+            "id", "external_uid", "status", "pods", "gpus", "cpu_millis", "memory_bytes", "topology"
+        )
     }
+    defaults = pool_defaults() if seen else ({}, set())  # read once per cycle, not per group
     now = monotonic()
     for uid, row in rows.items():
         if uid in seen:
             _gone_since.pop(uid, None)
             if row["status"] == Status.PENDING:
-                _follow(row, seen[uid], owners)
+                _follow(row, seen[uid], owners, defaults)
         elif row["status"] in ACTIVE and now - _gone_since.setdefault(uid, now) >= GONE_GRACE_S:
             _gone_since.pop(uid, None)
             _forget(row["id"])
@@ -84,7 +88,7 @@ def sync(observation: Observation, monotonic=time.monotonic) -> None:
         project = owners.get(workload.ref.namespace)
         if uid not in rows and project is not None and not workload.complete:
             if not refusal(workload):
-                _adopt(project, workload, observation.at)
+                _adopt(project, workload, observation.at, defaults)
 
 
 def refusal(workload: Workload) -> str:
@@ -136,9 +140,9 @@ def explain(agent: Agent, observation: Observation) -> None:
         agent.explain(waiting)
 
 
-def _adopt(project: Project, workload: Workload, at: datetime) -> None:
+def _adopt(project: Project, workload: Workload, at: datetime, defaults: tuple) -> None:
     """A Pending Job row for a new external workload (none when another process made it)."""
-    fields = _shape(workload)
+    fields = _shape(workload, project, defaults)
     ref = workload.ref
     try:
         with transaction.atomic():
@@ -157,8 +161,13 @@ def _adopt(project: Project, workload: Workload, at: datetime) -> None:
         logger.info("external workload %s adopted elsewhere", ref.uid)
 
 
-def _shape(workload: Workload) -> dict:
-    """The Job row fields a workload's requests give (gpus as Allot's own jobs store them)."""
+def _shape(workload: Workload, project: Project, defaults: tuple) -> dict:
+    """The Job row fields a workload's requests give (gpus as Allot's own jobs store them), and
+    its topology constraint: its annotations' (KAI's, Kueue's, Allot's), else for a gang its
+    project's or its pools' default, as a job submitted without one gets (issue 38)."""
+    topology = constraint(workload.topology_required, workload.topology_preferred)
+    if not topology and workload.size > 1:
+        topology = default_for(project, defaults)
     if workload.gpu_memory_bytes:
         smallest = _smallest_device_bytes()
         gpus = job_resources.gpu_memory_share(workload.gpu_memory_bytes, smallest)
@@ -173,6 +182,7 @@ def _shape(workload: Workload) -> dict:
         "memory_bytes": workload.memory_bytes,
         "cpu_limit_millis": workload.cpu_limit_millis,
         "memory_limit_bytes": workload.memory_limit_bytes,
+        "topology": topology,
     }
 
 
@@ -181,12 +191,12 @@ def _smallest_device_bytes() -> int | None:
     return min(memories, default=None)
 
 
-def _follow(row: dict, workload: Workload, owners: dict[str, Project]) -> None:
+def _follow(row: dict, workload: Workload, owners: dict[str, Project], defaults: tuple) -> None:
     """A waiting row follows its workload's shape (a Job's parallelism changed, say)."""
     if workload.ref.namespace not in owners or refusal(workload):
         return
-    fields = _shape(workload)
-    current = {key: row[key] for key in ("pods", "cpu_millis", "memory_bytes")}
+    fields = _shape(workload, owners[workload.ref.namespace], defaults)
+    current = {key: row[key] for key in ("pods", "cpu_millis", "memory_bytes", "topology")}
     wanted = {key: fields[key] for key in current}
     if current != wanted or float(row["gpus"]) != float(fields["gpus"]):
         Job.objects.filter(id=row["id"], status=Status.PENDING).update(**fields)

@@ -162,6 +162,10 @@ class Project(ResourceLimits):
     user_fair_share = models.BooleanField(default=False)
     user_weights = models.JSONField(default=dict, blank=True)
     user_fair_shares = models.JSONField(default=dict, blank=True)
+    # The topology constraint a gang of this project gets when its submission names none
+    # (issue 38): a level by label key or short name, "" for none. It wins over its pools'.
+    default_topology_required = models.CharField(max_length=317, blank=True, default="")
+    default_topology_preferred = models.CharField(max_length=317, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -61,6 +61,7 @@ PROJECT_FIELDS = {
     **dict.fromkeys(MIN_RUNTIME_FIELDS, SECONDS), "default_cpu": QUANTITY,
     "default_memory": QUANTITY, "cpu_limit": QUANTITY, "memory_limit": QUANTITY,
     "user_fair_share": CHECK, "user_weights": WEIGHTS,
+    "default_topology_required": CHOICE, "default_topology_preferred": CHOICE,
 }  # fmt: skip
 
 
@@ -155,6 +156,8 @@ def project_form(request: HttpRequest, name: str | None = None) -> HttpResponse:
             "user_fair_share": project.user_fair_share,
             "user_weights": "\n".join(f"{user}={weight:g}"
                                       for user, weight in project.user_weights.items()),
+            "default_topology_required": project.default_topology_required,
+            "default_topology_preferred": project.default_topology_preferred,
         }  # fmt: skip
     return render(
         request,

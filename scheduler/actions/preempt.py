@@ -40,7 +40,13 @@ def preempt(session: Session) -> None:
             continue
         shielded = Shielded()
         ordered = pool.queue([leaf], job.milli_total, keep=_victims(session, job, shielded))
-        outcome = solve(session, job, ordered, lambda *_: True)
+        outcome = solve(
+            session,
+            job,
+            ordered,
+            lambda *_: True,
+            max_candidates=session.policy.max_reclaim_candidates,
+        )
         if outcome is None:
             failed.add(job)
             session.explain(job, shielded.reason(session.now, "preemption"))

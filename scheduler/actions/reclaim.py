@@ -37,7 +37,13 @@ def reclaim(session: Session) -> None:
             job.milli_total,
             keep=unprotected(session, job, shielded),
         )
-        outcome = solve(session, job, victims, lambda j, e, b: reclaimable(session, j, e, b))
+        outcome = solve(
+            session,
+            job,
+            victims,
+            lambda j, e, b: reclaimable(session, j, e, b),
+            max_candidates=session.policy.max_reclaim_candidates,
+        )
         if outcome is None:
             failed.add(job)
             session.explain(job, shielded.reason(session.now, "reclaim"))

@@ -175,8 +175,21 @@ def parser() -> argparse.ArgumentParser:
     _policy_arguments(p)
     _predictor_arguments(p)
     _user_arguments(p)
+    _rack_arguments(p)
     _output_arguments(p)
     return p
+
+
+def _rack_arguments(p: argparse.ArgumentParser) -> None:
+    """Racks and the preferred-rack constraint (issue 38, docs/topology.md)."""
+    p.add_argument(
+        "--racks-of", type=int, default=0, metavar="N",
+        help="group the nodes in racks of N, in name order (0: no racks)",
+    )  # fmt: skip
+    p.add_argument(
+        "--preferred-rack", action="store_true",
+        help="with --racks-of, every job of several pods prefers one rack (R23.3)",
+    )  # fmt: skip
 
 
 def _user_arguments(p: argparse.ArgumentParser) -> None:
@@ -377,6 +390,10 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise SystemExit(f"--user-max-running must be >= 0, not {args.user_max_running}")
     if not 0 <= args.user_zipf < float("inf"):
         raise SystemExit(f"--user-zipf must be a number >= 0, not {args.user_zipf:g}")
+    if args.racks_of < 0:
+        raise SystemExit(f"--racks-of must be a number of nodes >= 0, not {args.racks_of}")
+    if args.preferred_rack and not args.racks_of:
+        raise SystemExit("--preferred-rack prefers a rack; give --racks-of")
     if args.split_users is not None:
         try:
             parse_users(args.split_users)
@@ -420,8 +437,16 @@ def describe_setting(
     return (
         f"{Path(args.trace).name}: {len(trace.jobs)} jobs on {cluster.label}{scale}{fractions}"
         f"{runtime}{_fairshare_label(args, overrides)}{_predictor_label(args)}"
-        f"{_users_label(args)}"
+        f"{_users_label(args)}{_racks_label(args)}"
     )
+
+
+def _racks_label(args: argparse.Namespace) -> str:
+    """The setting's note on racks (issue 38)."""
+    if not args.racks_of:
+        return ""
+    preferred = ", multi-pod jobs prefer one rack" if args.preferred_rack else ""
+    return f", racks of {args.racks_of} nodes{preferred}"
 
 
 def _users_label(args: argparse.Namespace) -> str:
@@ -484,6 +509,8 @@ def sim_options(args: argparse.Namespace) -> SimOptions:
         user_max_gpus=args.user_max_gpus,
         user_max_running=args.user_max_running,
         user_fair_share=args.user_fair_share,
+        rack_nodes=args.racks_of,
+        preferred_rack=args.preferred_rack,
     )
 
 
@@ -509,6 +536,12 @@ def run_policies(
 
 def _print_tables(results: list[RunResult]) -> None:
     print(summary_table(results))
+    for result in results:  # issue 38: where multi-node jobs first started
+        if "multi_node_jobs" in result.summary:
+            total, packed = (result.summary[k] for k in ("multi_node_jobs", "multi_node_one_rack"))
+            share = f" ({100 * packed / total:.1f} %)" if total else ""
+            print(f"{result.policy}: {packed} of {total} jobs started on several nodes started "
+                  f"inside one rack{share}")  # fmt: skip
     if any(result.users for result in results):
         print()
         print(user_table(results))

@@ -103,6 +103,15 @@ class SimOptions:
     # backlog placeholder would count as a user of its own, so with it every pending job is
     # shown (the bound is off).
     user_fair_share: bool = False
+    # Racks (issue 38): nodes grouped in racks of this many, in name order, by the label
+    # RACK_LABEL, the pools' one topology level; 0: no racks. With `preferred_rack` every job of
+    # several pods asks for `{"preferred": "rack"}` (R23.3). The run counts how many jobs that
+    # first start on several nodes start inside one rack, with or without the preference.
+    rack_nodes: int = 0
+    preferred_rack: bool = False
+
+
+RACK_LABEL = "sim.allot.io/rack"
 
 
 class _Sim:
@@ -154,6 +163,15 @@ class Simulation:
         self._write_progress = progress or _stderr
         teams = list(cluster.quotas) + [t for t in trace.teams if t not in cluster.quotas]
         self.nodes = build_nodes(cluster.nodes, cluster.node_gpus, self._pools(teams))
+        self.rack_of: dict[str, str] = {}
+        self.topology: dict[str, tuple[str, ...]] = {}
+        if self.options.rack_nodes:
+            size = self.options.rack_nodes
+            self.rack_of = {n.name: f"rack-{i // size:04d}" for i, n in enumerate(self.nodes)}
+            self.nodes = tuple(replace(n, labels=((RACK_LABEL, self.rack_of[n.name]),))
+                               for n in self.nodes)  # fmt: skip
+            self.topology = dict.fromkeys({n.pool for n in self.nodes}, (RACK_LABEL,))
+        self.multi_node = [0, 0]  # jobs first started on several nodes, of them inside one rack
         self.user_limits = user_limits(self.options.user_max_gpus, self.options.user_max_running)
         self.projects = tuple(self._project(team, i) for i, team in enumerate(teams))
         # the heaviest user's share while a teammate waits, when the trace has users (issue 36)
@@ -259,6 +277,9 @@ class Simulation:
             user=trace_job.user,
             image=trace_job.image,
             expected_s=outcome.predicted_s,
+            topology_preferred="rack"
+            if self.options.preferred_rack and trace_job.pods > 1
+            else None,
         )
         sim = _Sim(trace_job, (trace_job.team, trace_job.job_id), job.milli_total, outcome)
         sim.burst = burst
@@ -324,6 +345,7 @@ class Simulation:
         outcome.queued_s += now - sim.pending_since
         if outcome.first_start_s is None:
             outcome.first_start_s = now
+            self._count_racks(placement)
         outcome.backfilled += backfill
         sim.run_start = now
         job = replace(
@@ -345,6 +367,13 @@ class Simulation:
             self.shares.holds(sim.key[0], sim.trace.user, now, +sim.milli)
         self._schedule_end(sim, job, now)
         return job
+
+    def _count_racks(self, placement) -> None:
+        """A first start on several nodes counts; inside one rack it counts as packed."""
+        nodes = {pod.node for pod in placement}
+        if self.rack_of and len(nodes) > 1:
+            self.multi_node[0] += 1
+            self.multi_node[1] += len({self.rack_of[node] for node in nodes}) == 1
 
     def _expected(self, sim: _Sim) -> float | None:
         """Predicted run time left from this start: the prediction minus the work a checkpoint
@@ -646,8 +675,9 @@ class Simulation:
             self._usage = self.usage.normalised(now)
         jobs, heads = self._shown_jobs()
         snapshot = Snapshot(
-            nodes=self.nodes, projects=self.projects, jobs=jobs, now=now, usage=self._usage
-        )
+            nodes=self.nodes, projects=self.projects, jobs=jobs, now=now, usage=self._usage,
+            topology=self.topology,
+        )  # fmt: skip
         began = time.perf_counter()
         plan = plan_cycle(snapshot, self.spec.policy)
         self.core_s += time.perf_counter() - began
@@ -837,7 +867,9 @@ class Simulation:
             "cycle_s": self.options.cycle_s,
             "note": self.note,
             "hidden_jobs": self.hidden_jobs,
-        }
+            **({"multi_node_jobs": self.multi_node[0], "multi_node_one_rack": self.multi_node[1]}
+               if self.rack_of else {}),
+        }  # fmt: skip
 
 
 def tracker_pending_jobs(shapes: dict) -> int:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.binaries import wait_for_build
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "allot"
 LAB = ROOT / "scripts" / "k8s-lab"
@@ -19,6 +21,7 @@ LAB = ROOT / "scripts" / "k8s-lab"
 def helm_binary() -> str:
     """The cached Helm; skipped without it (the build is minutes), failed under CI (`CI` set),
     since .ci/run builds it with the lab's binaries."""
+    wait_for_build()
     check = subprocess.run(
         [sys.executable, str(LAB), "check"], capture_output=True, text=True, check=False
     )

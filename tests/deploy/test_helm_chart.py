@@ -13,6 +13,8 @@ import pytest
 
 from tests.deploy.helm import CHART, ROOT, helm, render
 
+pytestmark = pytest.mark.built  # Helm is built with Go (tests/binaries.py)
+
 TRIAL = ("--set", "ingress.enabled=true", "--set", "ingress.host=allot.example.org",
          "--set", "ingress.notebooksHost=*.nb.example.org",
          "--set", "sessionsOrigin=https://*.nb.example.org")  # fmt: skip

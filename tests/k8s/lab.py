@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from tests.binaries import wait_for_build
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "k8s-lab"
 NODES = 2
@@ -66,6 +68,8 @@ class Lab:
 
 
 def lab_command(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `scripts/k8s-lab` with `args`, once its binaries are built (tests/binaries.py)."""
+    wait_for_build()
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,

@@ -15,9 +15,11 @@ from kubernetes.config import kube_config
 
 from tests.k8s.lab import Lab, start_lab, stop_lab
 from tests.k8s.portal_lab import Rest, clean, eventually, job_pods
+from tests.k8s.test_external_on_lab import pod_template
 
 pytestmark = [pytest.mark.k8s, pytest.mark.django_db(transaction=True)]
 RACK = "allot.io/rack"
+MANAGED = "app.kubernetes.io/managed-by"
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +84,33 @@ def test_r23_2_a_gang_that_requires_a_rack_is_bound_to_one_racks_nodes(rest, rac
     assert len(racks_of(core, "spread")) > 1  # name order crosses racks
     (rack,) = racks_of(core, "packed")
     assert rest.job("packed", "ddp")["domain"] == f"rack {rack}"
+
+
+def test_r23_2_a_job_annotated_for_kai_is_bound_to_one_rack(rest, racked_lab):
+    """Issue 38: a batch/v1 Job made with KAI's placement annotation (on the Job, where KAI's
+    pod-grouper reads it) and `schedulerName: allot` gets the constraint and is bound to one
+    rack's nodes, as it would under KAI."""
+    core, batch = racked_lab.core, client.BatchV1Api(racked_lab.api_client)
+    rest.call("post", "topology/", {"pool": "default", "levels": [RACK]})
+    rest.project("kai", 8)
+    namespace = "allot-kai"
+    core.create_namespace({"metadata": {"name": namespace, "labels": {MANAGED: "allot"}}})
+    annotations = {"kai.scheduler/topology-required-placement": RACK}
+    batch.create_namespaced_job(namespace, {
+        "metadata": {"name": "ddp", "annotations": annotations},
+        "spec": {"parallelism": 4, "completions": 4, "template": pod_template()},
+    })  # fmt: skip
+    try:
+
+        def bound() -> bool:
+            rest.settle()
+            pods = core.list_namespaced_pod(namespace, label_selector="job-name=ddp").items
+            return len(pods) == 4 and all(pod.spec.node_name for pod in pods)
+
+        eventually(bound, "the Job's 4 pods bound", timeout=90)
+        pods = core.list_namespaced_pod(namespace, label_selector="job-name=ddp").items
+        racks = {n.metadata.name: n.metadata.labels[RACK] for n in core.list_node().items}
+        assert len({racks[pod.spec.node_name] for pod in pods}) == 1
+        assert rest.job("kai", "ddp")["topology"] == {"required": RACK}
+    finally:
+        batch.delete_namespaced_job("ddp", namespace, propagation_policy="Background")

@@ -204,9 +204,19 @@ class PoolTopologySerializer(StrictModelSerializer):
         "the part after the last '/'",
     )
 
+    default_required = serializers.CharField(
+        max_length=317, allow_blank=True, allow_null=True, required=False,
+        help_text="the level a gang that may only run in this pool must fit in when neither "
+        "its submission nor its project names a topology (issue 38); '' or null: none",
+    )  # fmt: skip
+    default_preferred = serializers.CharField(
+        max_length=317, allow_blank=True, allow_null=True, required=False,
+        help_text="the level such a gang is packed into; '' or null: none",
+    )  # fmt: skip
+
     class Meta:
         model = PoolTopology
-        fields = ["pool", "levels", "updated_at"]
+        fields = ["pool", "levels", "default_required", "default_preferred", "updated_at"]
         read_only_fields = ["updated_at"]
         validators = []  # a pool's row is replaced by PUT, not refused as a duplicate
 
@@ -225,3 +235,16 @@ class PoolTopologySerializer(StrictModelSerializer):
                 f"two levels have the short name {clash[0]!r}: a job could not tell them apart"
             )
         return levels
+
+    def validate(self, attrs: dict) -> dict:
+        """Each default is one of the pool's levels (by key or short name), or none."""
+        levels = attrs.get("levels", getattr(self.instance, "levels", []))
+        names = {name for key in levels for name in (key, topology.short(key))}
+        for field in ("default_required", "default_preferred"):
+            level = (attrs.get(field, getattr(self.instance, field, "")) or "").strip()
+            if level and level not in names:
+                raise serializers.ValidationError({field: [
+                    f"{level!r} is not a level of this pool (levels: {', '.join(levels)})"
+                ]})  # fmt: skip
+            attrs[field] = level
+        return attrs

@@ -21,7 +21,7 @@ from portal import access
 from portal.api.fields import StrictBooleanField, StrictModelSerializer, StrictSerializer
 from portal.api.serializers.quantities import GpuMemoryField, MibField, QuantityField
 from portal.cluster.models import Node
-from portal.cluster.topology import known_levels, landing
+from portal.cluster.topology import default_for, known_levels, landing, pool_defaults
 from portal.core.validators import NAME_MAX, validate_dns_label, validate_mount_path
 from portal.jobs import resources
 from portal.jobs.models import Job, JobEvent, JobRun, JobType, ServiceType
@@ -230,7 +230,8 @@ class JobSerializer(StrictModelSerializer):
         required=False,
         help_text='{"required": level} (every pod inside one domain of that level, or wait) '
         'and/or {"preferred": level} (packed as tightly as it can be, falling back a level '
-        "at a time); a level of a node pool's topology by label key or short name (issue 38)",
+        "at a time); a level of a node pool's topology by label key or short name (issue 38). "
+        "Left out, a gang gets its project's default, else its node pools'; {} asks for none",
     )
     domain = serializers.SerializerMethodField(
         help_text="for a job with a topology constraint, the narrowest domain holding all its "
@@ -484,6 +485,7 @@ class JobSerializer(StrictModelSerializer):
         if refusal:
             raise serializers.ValidationError({"environment": [refusal]})
         self._resolve_resources(attrs, cluster)
+        self._default_topology(attrs)
         largest, total = cluster["largest"] or 0, cluster["total"] or 0
         gpus, pods = attrs["gpus"], attrs.get("pods", 1)
         cap = settings.ALLOT_MAX_GPUS_PER_POD
@@ -515,6 +517,19 @@ class JobSerializer(StrictModelSerializer):
             key = (getattr(project, "name", project), attrs.get("name"))
             self.context.setdefault("warnings", {})[key] = warnings
         return attrs
+
+    def _default_topology(self, attrs: dict) -> None:
+        """A gang whose submission names no `topology` gets its project's or its pools'
+        default (issue 38); `"topology": {}` asks for none. A one-pod job gets none: it sits on
+        one node anyway, and a required level would only keep it off nodes without the label."""
+        project = attrs.get("project")
+        if "topology" in attrs or attrs.get("pods", 1) < 2 or not isinstance(project, Project):
+            return
+        if "pool_defaults" not in self.context:  # once per request, however many jobs
+            self.context["pool_defaults"] = pool_defaults()
+        default = default_for(project, self.context["pool_defaults"])
+        if default:
+            attrs["topology"] = default
 
     def _resolve_resources(self, attrs: dict, cluster: dict) -> None:
         """Defaults for what the job leaves out, `gpus` of a request by GPU memory, and the

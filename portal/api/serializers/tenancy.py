@@ -13,6 +13,7 @@ from portal.api.errors import MISSING
 from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.api.serializers.jobs import dns_label
 from portal.api.serializers.quantities import MibField, QuantityField
+from portal.cluster import topology
 from portal.cluster.models import Node
 from portal.core.validators import MIN_RUNTIME_MAX_S, NAME_MAX
 from portal.tenancy.models import (
@@ -156,6 +157,16 @@ class ProjectSerializer(QueueSerializer):
         help_text="with user_fair_share, each listed user's weight in dividing the project's "
         "fair share (above 0; a user not listed weighs 1), R21.4",
     )
+    default_topology_required = serializers.CharField(
+        max_length=317, allow_blank=True, allow_null=True, required=False,
+        help_text="the level a gang of this project must fit in when its submission names no "
+        "topology (issue 38), e.g. rack; '' or null: none (its node pools' default applies)",
+    )  # fmt: skip
+    default_topology_preferred = serializers.CharField(
+        max_length=317, allow_blank=True, allow_null=True, required=False,
+        help_text="the level a gang of this project is packed into when its submission names "
+        "no topology (issue 38), e.g. block; '' or null: none",
+    )  # fmt: skip
     allocated_gpus = serializers.SerializerMethodField()
     running_jobs = serializers.SerializerMethodField()
     pending_jobs = serializers.SerializerMethodField()
@@ -185,6 +196,8 @@ class ProjectSerializer(QueueSerializer):
             *LIMIT_FIELDS,
             "user_fair_share",
             "user_weights",
+            "default_topology_required",
+            "default_topology_preferred",
             "allocated_gpus",
             "fair_share",
             "user_fair_shares",
@@ -263,6 +276,12 @@ class ProjectSerializer(QueueSerializer):
             raise serializers.ValidationError(f"no user named {unknown[0]!r}", code=MISSING)
         return dict(sorted(weights.items()))
 
+    def validate_default_topology_required(self, level: str | None) -> str:
+        return _default_level("required", level)
+
+    def validate_default_topology_preferred(self, level: str | None) -> str:
+        return _default_level("preferred", level)
+
     def validate_node_pools(self, pools: list[str]) -> list[str]:
         known = set(Node.objects.values_list("pool", flat=True))
         unknown = [pool for pool in pools if pool not in known]
@@ -272,6 +291,18 @@ class ProjectSerializer(QueueSerializer):
                 f"unknown node pool {unknown[0]!r} (known: {listed})", code=MISSING
             )
         return list(dict.fromkeys(pools))
+
+
+def _default_level(kind: str, level: str | None) -> str:
+    """A project's default level ("" for none): a level some node pool has, as a job's."""
+    level = (level or "").strip()
+    known = topology.known_levels()
+    if level and level not in known:
+        names = ", ".join(sorted(known)) or "none: no node pool has a topology"
+        raise serializers.ValidationError(
+            f"{kind}: {level!r} is not a topology level of any node pool (levels: {names})"
+        )
+    return level
 
 
 class DepartmentSerializer(QueueSerializer):

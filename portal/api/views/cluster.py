@@ -61,8 +61,8 @@ class PoolTopologyList(generics.ListCreateAPIView):
     queryset = PoolTopology.objects.order_by("pool")
 
     def perform_create(self, serializer):
-        data = serializer.validated_data
-        serializer.instance = services.set_pool_topology(data["pool"], data["levels"])
+        data = dict(serializer.validated_data)
+        serializer.instance = services.set_pool_topology(data.pop("pool"), **data)
 
 
 class PoolTopologyDetail(generics.RetrieveUpdateDestroyAPIView):
@@ -76,8 +76,11 @@ class PoolTopologyDetail(generics.RetrieveUpdateDestroyAPIView):
     lookup_url_kwarg = "pool"
 
     def perform_update(self, serializer):
-        levels = serializer.validated_data.get("levels", serializer.instance.levels)
-        serializer.instance = services.set_pool_topology(serializer.instance.pool, levels)
+        data = serializer.validated_data
+        levels = data.get("levels", serializer.instance.levels)
+        serializer.instance = services.set_pool_topology(
+            serializer.instance.pool, levels, data["default_required"], data["default_preferred"]
+        )
 
     def perform_destroy(self, row):
         services.delete_pool_topology(row)

@@ -102,6 +102,29 @@ def test_annotations_set_the_gang_allots_first_then_kais_then_kueues():
     assert external.workloads([queued], FakeOwners([]))[0][0].size == 3
 
 
+def test_topology_is_read_from_kais_and_kueues_annotations_allots_first():
+    """Issue 38: KAI's placement annotations on the top owner (its pod-grouper reads them
+    there), Kueue's on the pod template; Allot's own win over both, an empty value is none."""
+    rack, block = "cloud.provider.com/topology-rack", "cloud.provider.com/topology-block"
+    kai = owner("PyTorchJob", "ddp", "kubeflow.org/v1", annotations={
+        "kai.scheduler/topology": "cluster-topology",
+        "kai.scheduler/topology-required-placement": rack,
+        "kai.scheduler/topology-preferred-placement": block})  # fmt: skip
+    found, _ = external.workloads([pod("ddp-0", kai), pod("ddp-1", kai)], FakeOwners([kai]))
+    assert (found[0].topology_required, found[0].topology_preferred) == (rack, block)
+    train = owner("Job", "t", spec={"parallelism": 2})
+    queued = {"kueue.x-k8s.io/podset-preferred-topology": rack}
+    found, _ = external.workloads([pod("t-0", train, annotations=queued)], FakeOwners([train]))
+    assert (found[0].topology_required, found[0].topology_preferred) == ("", rack)
+    required = {"kueue.x-k8s.io/podset-required-topology": block,
+                "allot.io/topology-required": "example.com/rack"}  # fmt: skip
+    found, _ = external.workloads([pod("t-0", train, annotations=required)], FakeOwners([train]))
+    assert found[0].topology_required == "example.com/rack"
+    empty = {"kueue.x-k8s.io/podset-required-topology": ""}
+    found, _ = external.workloads([pod("t-0", train, annotations=empty)], FakeOwners([train]))
+    assert (found[0].topology_required, found[0].topology_preferred) == ("", "")
+
+
 def test_requests_are_read_as_the_scheduler_reads_them():
     containers = [
         {

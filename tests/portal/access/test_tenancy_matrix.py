@@ -134,6 +134,8 @@ REST = [
     ("reservation-detail", "get", f"{A}/reservations/999/", None, (404, 404, 404, 404)),
     ("reservation-detail", "patch", f"{A}/reservations/999/", {"gpus": 1}, (404, 404, 404, 404)),
     ("reservation-detail", "delete", f"{A}/reservations/999/", None, (404, 404, 404, 404)),
+    ("what-if", "post", f"{A}/what-if/", {"changes": [{"kind": "drain", "node": "dgx1-1"}]},
+     (200, 403, 403, 403)),
 ]  # fmt: skip
 
 # (route name, method, path, form, statuses for admin, researcher, viewer, outsider)

@@ -45,7 +45,8 @@ def resource_scenarios() -> list[Path]:
     """Every scenario that uses a field of issue 26 (CPU, memory, GPU memory, failed devices).
     Budget scenarios (R20) move the scenario's clock, which a live portal cannot: they are
     replayed through the portal's cycle in tests/portal/scheduling/test_budgets.py; so do the
-    reservation scenarios (R22), whose portal side is tests/portal/reservations/."""
+    reservation scenarios (R22), whose portal side is tests/portal/reservations/. Topology
+    scenarios (R23) are replayed through REST by tests/portal/api/test_replay_topology.py."""
     return [
         p
         for p in sorted(SCENARIOS.glob("*.json"))
@@ -53,6 +54,7 @@ def resource_scenarios() -> list[Path]:
         and "budgets" not in scenario
         and "reservations" not in scenario
         and "book" not in _keys(scenario)
+        and "topology" not in scenario
     ]
 
 

@@ -17,11 +17,12 @@ import pytest
 
 from agents.base import ExternalPod, ExternalRef, JobSpec, NodeStatus, Workload
 from agents.simulated import SimulatedAgent
-from portal.cluster.models import Node
+from portal.cluster.models import Node, PoolTopology
 from portal.jobs.models import HOLDING, Job, JobEvent, Status
 from portal.jobs.services import delete_job, stop_job
 from portal.scheduling import external
 from portal.scheduling.cycle import run_cycle
+from portal.tenancy.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,6 +99,34 @@ def test_a_job_of_another_tool_becomes_a_row_of_its_namespaces_project_and_runs(
     assert all(pod.node == "n1" for pod in agent.workloads["uid-train-resnet"].pods)
     first = JobEvent.objects.filter(job=job).order_by("id").first()
     assert "Job train-resnet in namespace allot-team-a asks Allot" in first.message
+
+
+def test_r23_a_gang_annotated_for_kai_runs_in_one_rack_and_an_unannotated_one_gets_the_default(
+    cluster, agent
+):
+    """Issue 38: the annotation's level (a label key) becomes the row's constraint and the cycle
+    honours it; a gang without one gets its project's default, as a submitted job does."""
+    rack = "example.com/rack"
+    for i in range(4):
+        cluster.node(f"n{i}", 1)
+    for i in range(4):
+        Node.objects.filter(name=f"n{i}").update(labels={rack: f"r{i // 2}"})
+    PoolTopology.objects.create(pool="default", levels=[rack])
+    cluster.project("team-a", 4)
+    cluster.submit("team-a", "mine", gpus=1)
+    cycles(agent, 2)
+    assert cluster.job("team-a", "mine").nodes == ["n0"]
+    agent.apply("allot-team-a", "PyTorchJob", "ddp", size=2, gpus=1.0, topology_required=rack)
+    cycles(agent)
+    ddp = cluster.job("team-a", "ddp")
+    assert ddp.topology == {"required": rack}
+    assert ddp.status in HOLDING and sorted(ddp.nodes) == ["n2", "n3"]
+    Project.objects.filter(name="team-a").update(default_topology_preferred="rack")
+    agent.apply("allot-team-a", "Job", "plain", size=2, gpus=1.0)
+    agent.apply("allot-team-a", "Pod", "solo", size=1, gpus=1.0)
+    cycles(agent)
+    assert cluster.job("team-a", "plain").topology == {"preferred": "rack"}
+    assert cluster.job("team-a", "solo").topology == {}
 
 
 def test_r6_1_a_gang_of_another_tool_is_placed_all_or_nothing(cluster, agent):

@@ -22,9 +22,10 @@ import pytest
 import requests
 from django.contrib.auth import get_user_model
 
+from tests.binaries import wait_for_build
 from tests.paths import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.built, pytest.mark.django_db(transaction=True)]
 SECRET = "JIf+c/2N/l8vH0rS9y3bGx+ZqM1eYk7T4wQpA5dUo6c="  # as openssl rand -base64 32 makes one
 # Dex's own development password ("password"), bcrypt as its staticPasswords take it
 PASSWORD, HASH = "password", "$2a$10$2b2cU8CPhOTaGrs1HRQuAueS7JTT5ZHsHSzYiFPm1leZck7Mc8T4W"
@@ -32,6 +33,7 @@ FORM = re.compile(r'<form[^>]*action="([^"]+)"', re.I)
 
 
 def _dex_binary() -> Path:
+    wait_for_build()  # .ci/run may be building it in the background
     try:
         out = subprocess.run([str(ROOT / "scripts" / "dex-build")], capture_output=True,
                              text=True, timeout=1500, check=True)  # fmt: skip

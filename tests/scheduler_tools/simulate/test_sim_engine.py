@@ -385,3 +385,17 @@ def test_kai_default_bands_a_reclaim_takes_the_most_served_job_and_fresh_work_go
     assert by_id(zero)["old"] == (47800, 4600)
     assert zero.summary["lost_gpu_h"] == pytest.approx(2.0)
     assert zero.summary["avg_queue_s"] == pytest.approx((4600 + 3500) / 4)
+
+
+def test_r23_3_racks_count_where_multi_node_jobs_start_and_preferred_rack_packs_them():
+    # 6 x 2 GPUs in racks of 2 (n0-n1, n2-n3, n4-n5). x takes a GPU of n00000; the 2 x 2-GPU
+    # gang needs two empty nodes: bin-packing takes n00001 and n00002 (two racks); preferring a
+    # rack it takes one rack's two nodes (issue 38). The jobs start at once either way.
+    trace = make_trace([("x", 0, 1000, 1, "t"), ("gang", 0, 100, 4, "t", 2)])
+    cluster = Cluster(6, 2, {"t": 12.0}, {"t": 6})
+    spread = run(trace, cluster, "kai", rack_nodes=2)
+    packed = run(trace, cluster, "kai", rack_nodes=2, preferred_rack=True)
+    assert (spread.summary["multi_node_jobs"], spread.summary["multi_node_one_rack"]) == (1, 0)
+    assert (packed.summary["multi_node_jobs"], packed.summary["multi_node_one_rack"]) == (1, 1)
+    assert by_id(spread) == by_id(packed) == {"x": (1000, 0), "gang": (100, 0)}
+    assert "multi_node_jobs" not in run(trace, cluster, "kai").summary
