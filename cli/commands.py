@@ -15,6 +15,7 @@ from rich.table import Table
 
 from . import __version__, config
 from .client import Api, CliError
+from .limits import register as register_limits
 from .reservations import register as register_reservations
 from .tables import gpu_hours, gpus, show
 from .usage import budgets_table, heading, usage_table
@@ -829,6 +830,7 @@ def usage(group_by, per, since, until, project, user, as_csv, as_json):
 
 
 register_reservations(cli, lambda: api(), out)  # `allot reservations` (issue 37)
+register_limits(cli, lambda: api(), out)  # `allot limits` (issue 36)
 register_what_if(cli, lambda: api(), out)  # `allot what-if` (issue 37)
 
 

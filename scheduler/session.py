@@ -145,8 +145,9 @@ class Session:
         limited = self.limit_amount(job)
         project = self.user_limited.get(job.project)
         if project is not None:
-            running = lambda j: self.state.is_running(j.key)  # noqa: E731
-            over = user_limit_block(project, job, self.jobs, running, limited)
+            held = self.state.user_held.get((job.project, job.user), (0, 0, 0))
+            running = self.state.is_running(job.key)
+            over = user_limit_block(project, job, held, running, limited)
             if over:
                 return over
         for queue in self.queue(job).path()[::-1]:

@@ -154,6 +154,11 @@ class ClusterState:
         self.queues = queues
         self.jobs: dict[JobKey, Job] = {}
         self.placement: dict[JobKey, tuple[PodPlacement, ...]] = {}
+        # What each user holds in each project (R21.1-R21.3): (project, user) -> [GPUs in
+        # thousandths, running jobs, running interactive jobs], counted once here and moved
+        # with every placement change (rollback included), so a per-user limit check costs
+        # a lookup instead of a pass over the snapshot's jobs.
+        self.user_held: dict[tuple[str, str], list[int]] = {}
         self.journal: list[tuple] = []
         max_gpus = max((n.gpus for n in self.nodes.values()), default=0)
         self.max_gpus = max_gpus
@@ -189,6 +194,7 @@ class ClusterState:
                 node.cpu_free -= job.cpu_millis
             if node.memory_free is not None:
                 node.memory_free -= job.memory_bytes
+        self._tally_user(job.key, job.key in self.placement, True)
         self.placement[job.key] = job.placement
         self._count(job, +len(job.placement), journal=False)
 
@@ -207,6 +213,7 @@ class ClusterState:
                 self._apply_device(node, device, used, releasing)
             elif kind == "placement":
                 _, key, old = entry
+                self._tally_user(key, key in self.placement, old is not None)
                 if old is None:
                     self.placement.pop(key, None)
                 else:
@@ -291,8 +298,21 @@ class ClusterState:
         if journal:
             self.journal.append(("count", job.key, pods))
 
+    def _tally_user(self, key: JobKey, was: bool, now: bool) -> None:
+        """Move the job's user's running tally when the job starts or stops holding a
+        placement (R21.1-R21.3); a move from one placement to another changes nothing."""
+        if was == now:
+            return
+        job = self.jobs[key]
+        sign = 1 if now else -1
+        held = self.user_held.setdefault((job.project, job.user), [0, 0, 0])
+        held[0] += sign * job.milli_total
+        held[1] += sign
+        held[2] += sign * (not job.preemptible)
+
     def _set_placement(self, key: JobKey, value: tuple[PodPlacement, ...] | None) -> None:
         self.journal.append(("placement", key, self.placement.get(key)))
+        self._tally_user(key, key in self.placement, value is not None)
         if value is None:
             self.placement.pop(key, None)
         else:

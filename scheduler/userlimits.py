@@ -10,7 +10,7 @@ costs nothing: its jobs are never counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 
 from .model import Job, Project, UserLimit, from_milli, to_milli
 
@@ -37,33 +37,31 @@ def effective_limit(project: Project, user: str) -> UserLimit | None:
 def user_limit_block(
     project: Project,
     job: Job,
-    jobs: Iterable[Job],
-    running: Callable[[Job], bool],
+    held: Sequence[int],
+    job_running: bool,
     amount: int,
 ) -> str | None:
     """Why `job` may not start under its user's limits in its project, or None.
 
-    `jobs` are the cycle's jobs, `running` says which hold their place now (jobs evicted in
-    this cycle no longer count), `amount` is the job's GPUs in thousandths as the project limit
+    `held` is what the job's user runs in the project now, [GPUs in thousandths, running jobs,
+    running interactive jobs] (ClusterState.user_held: counted once per cycle and moved with
+    every placement, so jobs evicted in this cycle no longer count); `job_running` says whether
+    the job itself is among them; `amount` is the job's GPUs in thousandths as the project limit
     counts them (R3.4). The job itself is never counted, so a running job being replaced by
     consolidation is checked as if it started afresh."""
     limit = effective_limit(project, job.user)
     if limit is None:
         return None
-    held = count = sessions = 0
-    for other in jobs:
-        if other.project != job.project or other.user != job.user or other.key == job.key:
-            continue
-        if not running(other):
-            continue
-        held += other.milli_total
-        count += 1
-        sessions += not other.preemptible
+    gpus_held, count, sessions = held
+    if job_running:
+        gpus_held -= job.milli_total
+        count -= 1
+        sessions -= not job.preemptible
     who = f"{job.user or 'the anonymous user'}'s"
-    if limit.max_gpus is not None and held + amount > to_milli(limit.max_gpus):
+    if limit.max_gpus is not None and gpus_held + amount > to_milli(limit.max_gpus):
         return (
             f"over user limit: would exceed {who} per-user GPU limit of "
-            f"{_gpus(to_milli(limit.max_gpus))} in {project.name}: {_gpus(held)} in use + "
+            f"{_gpus(to_milli(limit.max_gpus))} in {project.name}: {_gpus(gpus_held)} in use + "
             f"{_gpus(amount)} requested (R21.1)"
         )
     if limit.max_running is not None and count + 1 > limit.max_running:
