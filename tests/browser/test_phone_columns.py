@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from portal.jobs import services
 from portal.jobs.models import Job
-from tests.browser.conftest import USER_MODE, sign_in
+from tests.browser.conftest import USER_MODE, sign_in, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 SERVER_ENV = USER_MODE
@@ -18,8 +18,17 @@ PHONE = {"width": 390, "height": 844}
 
 
 def _on_screen(locator, width: int) -> None:
-    box = locator.bounding_box()
-    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, box
+    """The element lies within the screen's width. Asked again until it does or 15 s pass: the
+    live table redraws its rows, and a row measured as it is replaced has no box (CI once)."""
+
+    def inside():
+        box = locator.bounding_box()
+        return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5
+
+    try:
+        wait_for(inside)
+    except AssertionError:
+        raise AssertionError(f"not within {width} px: {locator.bounding_box()}") from None
 
 
 def test_on_a_phone_why_it_waits_expected_start_and_event_details_are_on_screen(

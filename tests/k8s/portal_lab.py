@@ -250,8 +250,10 @@ class Rest:
         answer = self.call("get", f"jobs/{project}/{name}/events/")
         return answer["results"] if isinstance(answer, dict) else answer
 
-    def status_becomes(self, project: str, name: str, *statuses: str, timeout: float = 30) -> dict:
-        """Run cycles until the job's status is one of `statuses`; the job."""
+    def status_becomes(self, project: str, name: str, *statuses: str, timeout: float = 90) -> dict:
+        """Run cycles until the job's status is one of `statuses`; the job. The wait is long
+        enough for a loaded two-core machine (a move is a delete, KWOK's termination and a new
+        bind: 30 s did not always do in CI); it costs nothing when the job gets there sooner."""
 
         def reached() -> dict | None:
             self.settle()
@@ -260,7 +262,7 @@ class Rest:
 
         return eventually(reached, f"{project}/{name} to be {' or '.join(statuses)}", timeout)
 
-    def all_running(self, timeout: float = 30) -> list[dict]:
+    def all_running(self, timeout: float = 90) -> list[dict]:
         """Run cycles until every job that holds GPUs is Running; those jobs."""
 
         def reached() -> list[dict] | None:
