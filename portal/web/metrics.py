@@ -24,6 +24,7 @@ from time import perf_counter
 from django.conf import settings
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -31,6 +32,8 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
+from portal.budgets.models import Budget
+from portal.budgets.usage import measure_all
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import JobEvent
 from portal.scheduling import cycle_metrics
@@ -200,12 +203,46 @@ def _counter(totals: dict[str, int], prefix: str, name: str, text: str, *labels:
     return family
 
 
+class BudgetCollector:
+    """Every budget's amount, use so far and forecast (R20; issue 36 asks for them as metrics),
+    measured from the runs at each scrape as the budget pages measure them. Labels: the budget's
+    name and its scope ('project team-a', 'department physics', 'ada in project team-a': a
+    user's budget names its user)."""
+
+    GAUGES = (  # (metric, help, BudgetState attribute, scale)
+        ("allot_budget_gpu_seconds", "The budget's GPU time per window (absent: no GPU amount).",
+         "gpu_hours", 3600),
+        ("allot_budget_used_gpu_seconds", "GPU time its runs held in the open window.",
+         "used_gpu_hours", 3600),
+        ("allot_budget_core_seconds", "The budget's CPU core time per window (absent: none).",
+         "core_hours", 3600),
+        ("allot_budget_used_core_seconds", "CPU core time its runs held in the open window.",
+         "used_core_hours", 3600),
+        ("allot_budget_runs_out_timestamp_seconds", "When its GPU time runs out at the last "
+         "day's rate (absent: not within the window).", "runs_out_at", None),
+    )  # fmt: skip
+
+    def collect(self):
+        now = timezone.now()
+        states = measure_all(Budget.objects.all(), now)
+        for name, text, attribute, scale in self.GAUGES:
+            family = GaugeMetricFamily(name, text, labels=["budget", "scope"])
+            for state in states:
+                value = getattr(state, attribute)
+                if value is None:
+                    continue
+                value = value.timestamp() if scale is None else value * scale
+                family.add_metric([state.name, state.scope], value)
+            yield family
+
+
 def registry() -> CollectorRegistry:
     """What one scrape exposes: the request histogram and the collectors read at scrape time."""
     scrape = CollectorRegistry(auto_describe=False)
     scrape.register(ProjectCollector())
     scrape.register(CycleCollector())
     scrape.register(AgentCollector())
+    scrape.register(BudgetCollector())
     scrape.register(_Requests())
     return scrape
 

@@ -178,3 +178,38 @@ def test_request_latency_is_labelled_by_route_name_not_path(scrape, cluster_admi
               if name == "allot_http_request_duration_seconds_count" and key in labels]  # fmt: skip
     assert counts and counts[0] >= 1
     assert not any("/healthz/" in str(labels) for _, labels in samples)
+
+
+def test_budgets_are_exported_as_the_budget_pages_measure_them(scrape, django_user_model):
+    """Issue 36: budgets as Prometheus metrics, in seconds, from the same runs as the pages."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from portal.budgets.models import Budget
+    from portal.jobs.models import Job, JobRun, JobType
+    from portal.tenancy.models import Project
+
+    team_a = Project.objects.create(name="team-a", quota=4)
+    ada = django_user_model.objects.create_user("ada")
+    end = timezone.now() - timedelta(hours=1)
+    job = Job.objects.create(project=team_a, name="j1", gpus=2, user=ada, type=JobType.TRAIN,
+                             status=Status.SUCCEEDED, cpu_millis=500)  # fmt: skip
+    JobRun.objects.create(job=job, number=1, started_at=end - timedelta(hours=3), ended_at=end,
+                          gpus=2, user=ada, cpu_millis=500)  # fmt: skip
+    Budget.objects.create(name="week", project=team_a, gpu_hours=Decimal(100),
+                          window="rolling", rolling_days=7)  # fmt: skip
+    Budget.objects.create(name="mine", project=team_a, user=ada, core_hours=Decimal(5),
+                          window="rolling", rolling_days=7)  # fmt: skip
+    samples = scrape()
+    week = (("budget", "week"), ("scope", "project team-a"))
+    mine = (("budget", "mine"), ("scope", "ada in project team-a"))
+    assert samples[("allot_budget_gpu_seconds", week)] == 100 * 3600
+    assert samples[("allot_budget_used_gpu_seconds", week)] == 2 * 3 * 3600  # 2 GPUs, 3 hours
+    assert ("allot_budget_gpu_seconds", mine) not in samples  # a core-hour budget only
+    assert samples[("allot_budget_core_seconds", mine)] == 5 * 3600
+    assert samples[("allot_budget_used_core_seconds", mine)] == 0.5 * 3 * 3600
+    # at the last day's rate (6 GPU-hours in 24 h) the 94 GPU-hours left last 376 hours more
+    runs_out = samples[("allot_budget_runs_out_timestamp_seconds", week)]
+    assert abs(runs_out - (timezone.now() + timedelta(hours=376)).timestamp()) < 120
