@@ -20,7 +20,9 @@ reported while the step settled), so the two outputs can be compared line by lin
 A job with a `user` (and a user named in `user_weights`, for user fair share, R21.4) is
 submitted as that user: the account is created (or its password reset) with the token's admin
 rights, made a researcher of the job's project, and signs in for a token of its own, so the
-portal records the job as that user's, as the core replay does.
+portal records the job as that user's, as the core replay does. A project's `user_limits`
+(R21.1-R21.3) replace the portal's per-user limits of that project
+(`/api/v1/projects/<name>/user-limits/`).
 
 `--clean` deletes the jobs already in the scenario's projects; `--reset` makes the portal hold the
 scenario alone - every job, node, project and department deleted first - for a scratch or test
@@ -184,6 +186,9 @@ def scenario_users(scenario: Scenario) -> dict[str, set[str]]:
     for project in scenario.projects:
         for user, _ in project.user_weights:
             users.setdefault(user, set()).add(project.name)
+        for limit in project.user_limits:
+            if limit.user:
+                users.setdefault(limit.user, set()).add(project.name)
     for step in scenario.steps:
         for spec in step.get("submit", []):
             if spec.get("user"):
@@ -233,6 +238,19 @@ def add_members(portal: Portal, users: dict[str, set[str]]) -> None:
                 raise PortalError(f"member {user} of {project} -> {status} {answer}")
 
 
+def set_user_limits(portal: Portal, project: Project) -> None:
+    """The project's per-user limits (R21.1-R21.3) as the scenario says: the portal's own are
+    deleted, then the scenario's default and overrides made."""
+    path = f"/api/v1/projects/{project.name}/user-limits/"
+    for row in portal.all(path):
+        portal.require("DELETE", f"{path}{row['id']}/")
+    for limit in project.user_limits:
+        portal.require("POST", path, {
+            "user": limit.user or None, "max_gpus": limit.max_gpus,
+            "max_running": limit.max_running, "max_interactive": limit.max_interactive,
+        })  # fmt: skip
+
+
 def _quantity(value: int | None, unit: str) -> str | None:
     return None if value is None else f"{value}{unit}"
 
@@ -256,6 +274,8 @@ def prepare(
     for pool, levels in sorted(scenario.topology.items()):
         portal.require("POST", "/api/v1/topology/", {"pool": pool, "levels": list(levels)})
     add_members(portal, users)
+    for project in scenario.projects:
+        set_user_limits(portal, project)
     names = {project.name for project in scenario.projects}
     leftovers = [job for job in portal.all("/api/v1/jobs/") if job["project"] in names]
     if leftovers and not clean:
