@@ -21,12 +21,12 @@ from rest_framework.exceptions import APIException, ValidationError
 
 from agents.kubernetes.names import namespace_for
 from portal import access
-from portal.api.serializers.cluster import NodeSerializer
+from portal.api.serializers.cluster import NodeSerializer, PoolTopologySerializer
 from portal.api.serializers.tenancy import MembershipSerializer, ProjectSerializer, UserSerializer
 from portal.api.serializers.tokens import NewTokenSerializer
 from portal.api.views.notify import WebhookSerializer
 from portal.cluster import services as node_services
-from portal.cluster.models import Node
+from portal.cluster.models import Node, PoolTopology
 from portal.dashboards.overview import build_overview
 from portal.jobs.health import POLICY_FIELDS
 from portal.jobs.queries import with_usage
@@ -323,7 +323,14 @@ def nodes(request: HttpRequest) -> HttpResponse:
     """Nodes with pool, readiness, cordon and devices; cluster admins add, cordon and remove."""
     admin = access.is_cluster_admin(request.user)
     errors, values = {}, {}
-    if request.method == "POST":
+    if request.method == "POST" and request.POST.get("form") == "topology":
+        _require(admin)
+        errors, values = _set_topology(request), request.POST
+        if not errors:
+            messages.success(request, f"Topology of pool {request.POST['topology_pool']} saved.")
+            return redirect("nodes")
+        errors = {f"topology_{name}": reasons for name, reasons in errors.items()}
+    elif request.method == "POST":
         _require(admin)
         kinds = {"name": TEXT, "gpus": INTEGER, "gpu_memory_mib": INTEGER, "pool": TEXT,
                  "cpu": TEXT, "memory": TEXT}  # fmt: skip
@@ -343,9 +350,45 @@ def nodes(request: HttpRequest) -> HttpResponse:
         request,
         "web/nodes.html",
         {"page": "nodes", "nodes": overview["nodes"], "simulated": overview["simulated"],
-         "admin": admin, "errors": errors, "values": values},
+         "admin": admin, "errors": errors, "values": values,
+         "topologies": PoolTopology.objects.order_by("pool")},
         status=400 if errors else 200,
     )  # fmt: skip
+
+
+TOPOLOGY_KINDS = {"pool": TEXT, "levels": LIST, "default_required": TEXT,
+                  "default_preferred": TEXT}  # fmt: skip
+
+
+def _set_topology(request: HttpRequest) -> dict[str, list[str]]:
+    """A node pool's topology levels and defaults from the nodes page (R23.1; issue 38), set
+    as `POST /api/v1/topology/` sets them (the same serializer and service); the errors, or
+    none once saved."""
+    kinds = {f"topology_{name}": kind for name, kind in TOPOLOGY_KINDS.items()}
+    data, errors = form_input(request.POST, kinds)
+    data = {name.removeprefix("topology_"): value for name, value in data.items()}
+    errors = {name.removeprefix("topology_"): reasons for name, reasons in errors.items()}
+    for name in ("default_required", "default_preferred"):
+        data.setdefault(name, "")  # left empty: no default
+    serializer = PoolTopologySerializer(data=data)
+    if errors or not serializer.is_valid():
+        return errors or field_errors(serializer.errors)
+    fields = dict(serializer.validated_data)
+    node_services.set_pool_topology(fields.pop("pool"), **fields)
+    return {}
+
+
+@login_required
+@require_POST
+def topology_delete(request: HttpRequest, pool: str) -> HttpResponse:
+    """Remove a pool's topology levels (cluster admins): its jobs then have no domains (R23.4)."""
+    _require(access.is_cluster_admin(request.user))
+    row = PoolTopology.objects.filter(pool=pool).first()
+    if row is None:
+        raise Http404(f"Pool {pool} has no topology.")
+    node_services.delete_pool_topology(row)
+    messages.success(request, f"Topology of pool {pool} removed.")
+    return redirect("nodes")
 
 
 NODE_DONE = {

@@ -81,6 +81,7 @@ urlpatterns = [
         name="webhook-delete",
     ),
     path("nodes/", admin_pages.nodes, name="nodes"),
+    path("nodes/topology/<str:pool>/delete/", admin_pages.topology_delete, name="topology-delete"),
     path("nodes/<str:name>/", admin_pages.node_update, name="node-update"),
     path("users/", admin_pages.users, name="users"),
     path("audit/", audit_pages.audit_log, name="audit"),
