@@ -15,6 +15,7 @@ import time
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.utils import timezone
 
 from portal.jobs.models import Job, Status
 from portal.jobs.services import record_event
@@ -313,12 +314,20 @@ def test_get_shows_a_pending_jobs_expected_start_and_predicted_run_time(allot): 
     allot("submit", "after", "-p", "team-d", "-g", "1")  # waits in its own project's queue
     settle()
     eta.refresh()
+    before = timezone.now()
     shown = allot("get", "after", "-p", "team-d").stdout
+    after = timezone.now()
     assert "EXPECTED START: " in shown and "PREDICTED RUN TIME: 1h00m (default)" in shown
     job = Job.objects.get(name="after")
     assert job.eta is not None
-    assert re.search(rf"EXPECTED START: {job.eta:%H:%M} UTC \(in (59 min|1 h 00 min)\), from the "
-                     "predicted run times of the jobs it waits for", shown), shown  # fmt: skip
+    day = "" if job.eta.date() == after.date() else f"{job.eta:%d %b} "  # after 23:00
+    found = re.search(rf"EXPECTED START: {day}{job.eta:%H:%M} UTC \(in (?:(\d+) h )?(\d+) min\), "
+                      "from the predicted run times of the jobs it waits for", shown)  # fmt: skip
+    assert found, shown
+    # the minutes left when the CLI asked, however slow the machine was between the steps
+    shown_min = int(found[1] or 0) * 60 + int(found[2])
+    left = [(job.eta - moment).total_seconds() / 60 for moment in (after, before)]
+    assert int(left[0]) - 1 <= shown_min <= int(left[1]) + 1 <= 61, (shown_min, left)
 
 
 def test_describe_shows_a_job_its_runs_and_events_as_runai_describe_does(allot):  # noqa: F811
