@@ -33,6 +33,21 @@ def load_script():
     return module
 
 
+def differences_through_rest(paths, url: str, token: str, capsys) -> dict[str, list[str]]:
+    """Each scenario file replayed in memory by the core and then through the REST API of the
+    portal at `url` (`--reset` before each): {file: [core's printout, REST's, REST's errors]}
+    for every file whose REST replay failed or printed otherwise; empty when all agree."""
+    script, failed = load_script(), {}
+    for path in paths:
+        assert replay_in_memory([str(path)]) == 0, path
+        core = capsys.readouterr().out
+        status = script.main([str(path), "--url", url, "--token", token, "--reset"])
+        printed = capsys.readouterr()
+        if status != 0 or printed.out != core:
+            failed[path.stem] = [core, printed.out, printed.err]
+    return failed
+
+
 def _keys(value) -> set[str]:
     if isinstance(value, dict):
         return set(value) | {k for v in value.values() for k in _keys(v)}

@@ -13,8 +13,7 @@ import pytest
 
 from portal.tenancy.models import Project
 from portal.tenancy.services import issue_token
-from scheduler_tools.replay import main as replay_in_memory
-from tests.portal.api.test_replay_resource_scenarios import SCENARIOS, load_script
+from tests.portal.api.test_replay_resource_scenarios import SCENARIOS, differences_through_rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,14 +32,7 @@ def test_r21_every_user_fair_share_scenario_passes_through_rest_as_through_the_c
     live_server, cluster_admin, capsys
 ):
     token = issue_token(cluster_admin, "replay")[1]
-    script, failed = load_script(), {}
-    for path in user_scenarios():
-        assert replay_in_memory([str(path)]) == 0
-        core = capsys.readouterr().out
-        status = script.main([str(path), "--url", live_server.url, "--token", token, "--reset"])
-        printed = capsys.readouterr()
-        if status != 0 or printed.out != core:
-            failed[path.stem] = [core, printed.out, printed.err]
+    failed = differences_through_rest(user_scenarios(), live_server.url, token, capsys)
     assert not failed, json.dumps(failed, indent=1)
     weighted = json.loads((SCENARIOS / f"{user_scenarios()[1].stem}.json").read_text())
     assert weighted["projects"][0]["user_weights"] == {"ann": 3}

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
+from portal.jobs.models import Job
 from portal.tenancy.models import UserLimit
 from portal.tenancy.services import issue_token
-from scheduler_tools.replay import main as replay_in_memory
-from tests.portal.api.test_replay_resource_scenarios import SCENARIOS, load_script
+from tests.portal.api.test_replay_resource_scenarios import SCENARIOS, differences_through_rest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,12 +23,8 @@ def test_r21_1_the_per_user_limit_scenario_passes_through_rest_as_through_the_co
 ):
     (path,) = sorted(SCENARIOS.glob("r21_1_*.json"))
     token = issue_token(cluster_admin, "replay")[1]
-    assert replay_in_memory([str(path)]) == 0
-    core = capsys.readouterr().out
-    status = load_script().main([str(path), "--url", live_server.url, "--token", token,
-                                 "--reset"])  # fmt: skip
-    printed = capsys.readouterr()
-    assert status == 0 and printed.out == core, json.dumps([core, printed.out, printed.err])
-    assert "R21.1" in core  # the pending reasons name the limit, in both
+    failed = differences_through_rest([path], live_server.url, token, capsys)
+    assert not failed, json.dumps(failed, indent=1)
+    assert "(R21.1)" in Job.objects.get(name="ann-9").pending_reason  # naming the limit
     (default,) = UserLimit.objects.filter(project__name="team-a")
     assert default.user is None and default.max_gpus == 2
