@@ -329,7 +329,6 @@ def nodes(request: HttpRequest) -> HttpResponse:
         if not errors:
             messages.success(request, f"Topology of pool {request.POST['topology_pool']} saved.")
             return redirect("nodes")
-        errors = {f"topology_{name}": reasons for name, reasons in errors.items()}
     elif request.method == "POST":
         _require(admin)
         kinds = {"name": TEXT, "gpus": INTEGER, "gpu_memory_mib": INTEGER, "pool": TEXT,
@@ -362,17 +361,21 @@ TOPOLOGY_KINDS = {"pool": TEXT, "levels": LIST, "default_required": TEXT,
 
 def _set_topology(request: HttpRequest) -> dict[str, list[str]]:
     """A node pool's topology levels and defaults from the nodes page (R23.1; issue 38), set
-    as `POST /api/v1/topology/` sets them (the same serializer and service); the errors, or
+    as `POST /api/v1/topology/` sets them (the same serializer and service); the errors keyed
+    by the form's boxes (`topology_` and the field: the add-node form has a `pool` too), or
     none once saved."""
     kinds = {f"topology_{name}": kind for name, kind in TOPOLOGY_KINDS.items()}
     data, errors = form_input(request.POST, kinds)
     data = {name.removeprefix("topology_"): value for name, value in data.items()}
-    errors = {name.removeprefix("topology_"): reasons for name, reasons in errors.items()}
     for name in ("default_required", "default_preferred"):
         data.setdefault(name, "")  # left empty: no default
     serializer = PoolTopologySerializer(data=data)
-    if errors or not serializer.is_valid():
-        return errors or field_errors(serializer.errors)
+    if errors:
+        return errors
+    if not serializer.is_valid():
+        return {
+            f"topology_{name}": reasons for name, reasons in field_errors(serializer.errors).items()
+        }
     fields = dict(serializer.validated_data)
     node_services.set_pool_topology(fields.pop("pool"), **fields)
     return {}
