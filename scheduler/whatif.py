@@ -3,16 +3,16 @@
 :func:`what_if` runs the scheduler forward from one snapshot twice, as it is and with a list of
 changes applied: a project's quota, over-quota weight or limit (:class:`ProjectChange`), a node
 cordoned, drained, uncordoned or removed (:class:`NodeChange`), a node added (:class:`AddNode`),
-a job submitted (:class:`AddJob`). Each run is one full cycle settled at the snapshot's clock
-(`cycle.settle`, every action on: what the portal's next cycles would do now, reclaim and
-preemption included) followed by the ETA's forward simulation (`eta.estimate_starts`: running
-jobs end at their predicted ends, no new arrivals, allocate and backfill only). The two runs
-give each pending job its expected start before and after, each project's GPUs over time, and
-the running jobs the change would stop now: those the changed run evicts and the unchanged one
-keeps (a drained or removed node's jobs among them).
+a job submitted (:class:`AddJob`), a reservation booked (:class:`AddReservation`). Each run is
+one full cycle settled at the snapshot's clock (`cycle.settle`, every action on: what the
+portal's next cycles would do now, reclaim and preemption included) followed by the ETA's
+forward simulation (`eta.estimate_starts`: running jobs end at their predicted ends, no new
+arrivals, allocate and backfill only). The two runs give each pending job its expected start
+before and after, each project's GPUs over time, and the running jobs the change would stop now:
+those the changed run evicts and the unchanged one keeps (a drained or removed node's jobs among
+them).
 
-Pure and deterministic: the snapshot's clock is the only time it knows. A reservation (issue
-37's other half) can join the changes as one more dataclass applied by :func:`apply_changes`.
+Pure and deterministic: the snapshot's clock is the only time it knows.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Literal
 
 from .cycle import settle
 from .eta import estimate_starts, resolution_for
-from .model import Job, JobKey, Node, Policy, Snapshot
+from .model import Job, JobKey, Node, Policy, Reservation, Snapshot
 
 NodeAction = Literal["cordon", "drain", "uncordon", "remove"]
 PROJECT_FIELDS = ("quota", "over_quota_weight", "limit")
@@ -64,7 +64,16 @@ class AddJob:
     job: Job
 
 
-Change = ProjectChange | NodeChange | AddNode | AddJob
+@dataclass(frozen=True)
+class AddReservation:
+    """One occurrence of a booking not made yet (R22): from its start the scheduler holds its
+    GPUs for its project, and ahead of it starts there only work predicted to end in time, so
+    the preview shows whom the booking delays."""
+
+    reservation: Reservation
+
+
+Change = ProjectChange | NodeChange | AddNode | AddJob | AddReservation
 
 DRAIN_REASON = "stopped: its node {node} is {verb} (what-if)"
 
@@ -220,4 +229,18 @@ def _add_job(snapshot: Snapshot, change: AddJob, displaced) -> Snapshot:
     return replace(snapshot, jobs=(*snapshot.jobs, pending))
 
 
-_APPLY = {ProjectChange: _project, NodeChange: _node, AddNode: _add_node, AddJob: _add_job}
+def _add_reservation(snapshot: Snapshot, change: AddReservation, displaced) -> Snapshot:
+    booking = change.reservation
+    if booking.project not in {p.name for p in snapshot.projects}:
+        raise ValueError(f"no project named {booking.project!r}")
+    if booking.name in {r.name for r in snapshot.reservations}:
+        raise ValueError(f"a reservation named {booking.name!r} is there already")
+    if booking.end <= snapshot.now:
+        return snapshot  # over already: it holds nothing from now on
+    return replace(snapshot, reservations=(*snapshot.reservations, booking))
+
+
+_APPLY = {
+    ProjectChange: _project, NodeChange: _node, AddNode: _add_node, AddJob: _add_job,
+    AddReservation: _add_reservation,
+}  # fmt: skip

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from scheduler import Job, Node, PodPlacement, Project, Snapshot
+from scheduler import Job, Node, PodPlacement, Project, Reservation, Snapshot
 from scheduler.actions import eviction
-from scheduler.whatif import AddJob, NodeChange, ProjectChange, what_if
+from scheduler.whatif import AddJob, AddReservation, NodeChange, ProjectChange, what_if
 
 
 def running(project, name, gpus, node, devices, expected, order):
@@ -38,6 +38,28 @@ def test_a_quota_raise_moves_its_project_earlier_and_another_later():
     assert before[("team-b", "b2")] == 10 and after[("team-b", "b2")] == 110
     assert before[("team-b", "b1")] == after[("team-b", "b1")] == 10
     assert result.stopped == {}
+
+
+def test_a_booking_of_the_whole_node_holds_back_work_that_would_overrun_its_start():
+    """team-a books the 4 GPUs from t=60: team-b's 100 s jobs would still run at 60, so they
+    wait until team-a's a1 has had the node (R22.2); without the booking they start now."""
+    booking = Reservation("lab", "team-a", 4, start=60.0, end=1000.0)
+    result = what_if(queue_only(), [AddReservation(booking)], horizon_s=3000)
+    before, after = result.before.starts, result.after.starts
+    assert before[("team-b", "b1")] == 10 and after[("team-b", "b1")] == 110
+    assert before[("team-a", "a1")] == 110 and after[("team-a", "a1")] == 10
+    assert result.stopped == {}
+
+
+def test_a_booking_over_already_or_named_twice():
+    over = Reservation("old", "team-a", 4, start=0.0, end=5.0)
+    result = what_if(queue_only(), [AddReservation(over)])
+    assert result.after.starts == result.before.starts
+    twice = [AddReservation(Reservation("lab", "team-a", 1, 60.0, 90.0))] * 2
+    with pytest.raises(ValueError, match="a reservation named 'lab' is there already"):
+        what_if(queue_only(), twice)
+    with pytest.raises(ValueError, match="no project named 'team-z'"):
+        what_if(queue_only(), [AddReservation(Reservation("z", "team-z", 1, 60.0, 90.0))])
 
 
 def test_the_series_gives_each_projects_gpus_over_time():
