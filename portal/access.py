@@ -322,7 +322,7 @@ def booking_refusal(user, project: Project, gpus: int, start, end, weekly: bool,
         return ("project", f"only cluster admins and admins of {project.name} may book for it")
     if gpus > project.quota:
         return ("gpus", f"a project admin may book at most {project.name}'s quota of "
-                        f"{project.quota:g} GPUs; ask a cluster admin for more")  # fmt: skip
+                        f"{float(project.quota):g} GPUs; ask a cluster admin for more")  # fmt: skip
     if weekly:
         return ("weekly", "only cluster admins may book a weekly slot")
     if (end - start).total_seconds() > BOOKING_MAX_HOURS * 3600:
@@ -336,6 +336,16 @@ def may_change_booking(user, project: Project) -> bool:
     """Cluster admins and the project's admins change or cancel its bookings (a change is then
     checked against `booking_refusal` like a new booking)."""
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES
+
+
+def bookable_projects(user) -> QuerySet[Project]:
+    """The projects `user` may book for (`may_change_booking`): every one for a cluster admin,
+    else those they are an admin of; the booking form offers these and nothing else."""
+    if is_cluster_admin(user):
+        return Project.objects.all()
+    if not (user and user.is_authenticated):
+        return Project.objects.none()
+    return Project.objects.filter(memberships__user=user, memberships__role__in=MANAGE_ROLES)
 
 
 def booking_label(user) -> Callable:

@@ -37,6 +37,9 @@ urlpatterns = [
     path("me/workspaces/", workspace_pages.my_workspaces, name="my-workspaces"),
     path("budgets/", budget_pages.budgets, name="budgets"),
     path("reservations/", reservation_pages.reservations, name="reservations"),
+    path(
+        "reservations/preview/", reservation_pages.reservation_preview, name="reservation-preview"
+    ),
     path("budgets/new/", budget_pages.budget_form, name="budget-new"),
     path("budgets/<int:pk>/", budget_pages.budget_form, name="budget-edit"),
     path("budgets/<int:pk>/delete/", budget_pages.budget_delete, name="budget-delete"),

@@ -1,5 +1,7 @@
 /* The what-if preview (issue 37): a "Preview" button asks POST /api/v1/what-if/ what its change
-   would do, then draws each project's GPUs over the next hours without (dotted) and with the
+   would do (a button with data-url and data-form posts its whole form there instead, as the
+   booking form does: the page checks the form as it would book it and answers the same shape,
+   or {"errors": {field: [reason]}} to show beside the boxes), then draws each project's GPUs over the next hours without (dotted) and with the
    change (solid), a table of start moves and the jobs the change would stop now. */
 "use strict";
 (function () {
@@ -74,23 +76,67 @@
     if (!answer.preempted.length) list.innerHTML = "<li>none</li>";
   }
 
-  async function preview(button) {
-    const error = document.getElementById("whatif-error");
-    error.hidden = true;
-    box.hidden = false;
-    document.getElementById("whatif-what").textContent = button.dataset.label;
-    const token = document.querySelector("input[name=csrfmiddlewaretoken]").value;
-    const response = await fetch("/api/v1/what-if/", {
+  function clearFieldErrors(form) {
+    for (const old of form.querySelectorAll(".field p.error")) old.remove();
+    for (const field of form.querySelectorAll(".field.invalid")) {
+      field.classList.remove("invalid");
+      for (const input of field.querySelectorAll("[aria-invalid]")) input.removeAttribute("aria-invalid");
+    }
+  }
+
+  /* Each reason under its box, as the page prints them after a refused booking; reasons for no
+     box of the form go to the preview's own error line. */
+  function showFieldErrors(form, errors) {
+    const elsewhere = [];
+    for (const [name, reasons] of Object.entries(errors)) {
+      const input = form.querySelector(`#id_${name}`);
+      const field = input && input.closest(".field");
+      if (!field) { elsewhere.push(...reasons); continue; }
+      field.classList.add("invalid");
+      input.setAttribute("aria-invalid", "true");
+      for (const old of field.querySelectorAll(`#err_${name}`)) old.remove();
+      const p = document.createElement("p");
+      p.className = "error whatif-field-error";
+      p.id = `err_${name}`;
+      p.textContent = reasons.join(" ");
+      input.setAttribute("aria-describedby", p.id);
+      field.appendChild(p);
+    }
+    return elsewhere;
+  }
+
+  function ask(button, token) {
+    if (button.dataset.form) {
+      return fetch(button.dataset.url, {
+        method: "POST", credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": token },
+        body: new FormData(document.querySelector(button.dataset.form)),
+      });
+    }
+    return fetch("/api/v1/what-if/", {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": token },
       body: JSON.stringify({ changes: [change(button)], hours: 6 }),
     });
+  }
+
+  async function preview(button) {
+    const error = document.getElementById("whatif-error");
+    const form = button.dataset.form ? document.querySelector(button.dataset.form) : null;
+    error.hidden = true;
+    if (form) clearFieldErrors(form);
+    document.getElementById("whatif-what").textContent = button.dataset.label;
+    const token = document.querySelector("input[name=csrfmiddlewaretoken]").value;
+    const response = await ask(button, token);
     const answer = await response.json();
     if (!response.ok) {
-      error.textContent = JSON.stringify(answer);
-      error.hidden = false;
+      const rest = form && answer.errors ? showFieldErrors(form, answer.errors) : [JSON.stringify(answer)];
+      box.hidden = !rest.length;
+      error.textContent = rest.join(" ");
+      error.hidden = !rest.length;
       return;
     }
+    box.hidden = false;
     draw(answer);
     box.scrollIntoView({ block: "nearest" });
   }
