@@ -626,7 +626,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.Pagination",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer's bytes, encoded by orjson (issue 39: a tenth of a job list's CPU)
+    "DEFAULT_RENDERER_CLASSES": ["portal.api.renderers.FastJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StorableJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
