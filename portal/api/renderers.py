@@ -25,9 +25,11 @@ import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
-# orjson's spelling of a float Python's repr writes with an exponent: 0.0000... or e-7 (Python:
-# e-07). Looked for in the whole answer, strings included: a false alarm only costs a detour.
-PYTHON_SPELLS_OTHERWISE = re.compile(rb"0\.0000|\de-\d")
+# orjson's spelling of a float Python's repr writes with an exponent: 0.0000... or 2.5e-7
+# (Python: 2.5e-07). Looked for in the whole answer, strings included: a false alarm only costs
+# a detour. Found by bytes.find, not a regular expression: that scanned a 25 kB page of jobs in
+# half a millisecond, more than orjson's whole encoding.
+EXPONENT = re.compile(rb"\de-\d")
 OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _encoder = JSONEncoder()
 
@@ -42,7 +44,7 @@ class FastJSONRenderer(JSONRenderer):
             encoded = orjson.dumps(data, default=_encoder.default, option=OPTIONS)
         except orjson.JSONEncodeError:
             return super().render(data, accepted_media_type, renderer_context)
-        if PYTHON_SPELLS_OTHERWISE.search(encoded):
+        if python_spells_otherwise(encoded):
             return super().render(data, accepted_media_type, renderer_context)
         if b"\xe2\x80\xa8" in encoded or b"\xe2\x80\xa9" in encoded:
             encoded = encoded.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
@@ -54,3 +56,15 @@ class FastJSONRenderer(JSONRenderer):
         """Whether DRF would write the compact UTF-8 form orjson writes (its settings' default)."""
         indent = self.get_indent(accepted_media_type, renderer_context or {})
         return indent is None and self.compact and not self.ensure_ascii and self.strict
+
+
+def python_spells_otherwise(encoded: bytes) -> bool:
+    """Whether `encoded` may hold a float orjson spells unlike Python (see EXPONENT)."""
+    if b"0.0000" in encoded:
+        return True
+    at = encoded.find(b"e-")
+    while at != -1:  # rare in an answer: "e-" then the expression around it
+        if EXPONENT.match(encoded, max(at - 1, 0)):
+            return True
+        at = encoded.find(b"e-", at + 2)
+    return False
