@@ -626,7 +626,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.Pagination",
-    # DRF's JSONRenderer's bytes, encoded by orjson (issue 39: a tenth of a job list's CPU)
+    # DRF's JSONRenderer's bytes, encoded by orjson (issue 39: 0.44 -> 0.12 ms a page of 50 jobs)
     "DEFAULT_RENDERER_CLASSES": ["portal.api.renderers.FastJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["portal.api.parsers.StorableJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

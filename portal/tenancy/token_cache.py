@@ -1,6 +1,6 @@
 """Each web process keeps the API tokens it has read, with their users, so a client's next
-request costs no token query (issue 39: a tenth of a job list's CPU), and a revocation is still
-obeyed from the very next request, in every process.
+request costs no token query (issue 39: 1.5 ms of CPU a request, 0.03 kept), and a revocation
+is still obeyed from the very next request, in every process.
 
 Exactness rests on one generation, a random value kept in the shared cache (Redis in
 production). A token is kept beside the generation read *before* its row was, and used only
