@@ -1,8 +1,10 @@
-"""Allocate's shortcuts change no plan (scheduler/actions/allocate.py, issue 37's what-if speed):
-a shape that found no room is not tried again in the same pass, and once no device has room the
-jobs left are told their reasons without being placed. On random clusters (whole, fractional,
-GPU-memory and CPU-only pods, gangs, limits, interactive jobs, failed and cordoned devices) every
-cycle's plan, reasons included, is the one the full search gives."""
+"""Allocate's and the forward run's shortcuts change no plan (issue 37's what-if speed): in
+allocate (scheduler/actions/allocate.py) a shape that found no room is not tried again in the
+same pass, and once no device has room the jobs left are told their reasons without being
+placed. On random clusters (whole, fractional, GPU-memory and CPU-only pods, gangs, limits,
+interactive jobs, failed and cordoned devices) every cycle's plan, reasons included, is the one
+the full search gives; and when the ETA's forward run (scheduler/eta.py) takes a cycle as the
+last of its step without planning the next, the next is indeed empty."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import random
 
 import pytest
 
-from scheduler import Job, Node, PodPlacement, Project, Snapshot
+from scheduler import Job, Node, PodPlacement, Project, Snapshot, eta
 from scheduler.actions import allocate as allocate_module
 from scheduler.apply import apply_plan
 from scheduler.cycle import plan_cycle
@@ -52,13 +54,14 @@ def random_cluster(seed: int) -> Snapshot:
             job = Job(f"t{rng.randrange(teams)}", f"q{i}", rng.choice((1, 1, 2, 4, 8)),
                       pods=rng.choice((1, 1, 1, 2)), **common)  # fmt: skip
         elif kind < 0.65:
-            job = Job(f"t{rng.randrange(teams)}", f"q{i}", rng.choice((0.25, 0.5)), **common)
+            job = Job(f"t{rng.randrange(teams)}", f"q{i}", rng.choice((0.25, 0.5)),
+                      pods=rng.choice((1, 1, 3)), **common)  # fmt: skip
         elif kind < 0.75:
             job = Job(f"t{rng.randrange(teams)}", f"q{i}", 0, gpu_memory_bytes=20 * GIB,
                       **common)  # fmt: skip
         elif kind < 0.85:
             job = Job(f"t{rng.randrange(teams)}", f"q{i}", 1, cpu_millis=16000,
-                      memory_bytes=64 * GIB, **common)  # fmt: skip
+                      memory_bytes=64 * GIB, pods=rng.choice((1, 2)), **common)  # fmt: skip
         elif kind < 0.92:
             job = Job(f"t{rng.randrange(teams)}", f"q{i}", 1, type="interactive", **common)
         else:
@@ -102,3 +105,35 @@ def test_the_drain_is_taken_on_a_full_cluster_with_gpu_work_waiting(monkeypatch)
     plan = plan_cycle(Snapshot(nodes, (Project("t", 2),), jobs, now=1.0))
     assert used == [2]
     assert set(plan.pending_reasons) == {("t", "q1"), ("t", "q2")}
+
+
+ALLOCATE_ONLY = Policy(reclaim=False, preempt=False, consolidation=False)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_cycle_said_to_settle_is_followed_by_an_empty_one(seed):
+    snapshot, said = random_cluster(seed), 0
+    for _ in range(4):
+        plan = plan_cycle(snapshot, ALLOCATE_ONLY)
+        snapshot = apply_plan(snapshot, plan)
+        if eta.settles(snapshot, ALLOCATE_ONLY, plan):
+            said += 1
+            assert plan_cycle(snapshot, ALLOCATE_ONLY).empty
+    assert said  # each cluster's first cycle only starts jobs
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_forward_runs_estimates_are_those_of_planning_every_cycle(monkeypatch, seed):
+    snapshot = random_cluster(seed)
+    fast = eta.estimate_starts(snapshot, ALLOCATE_ONLY, 4 * 3600.0)
+    monkeypatch.setattr(eta, "settles", lambda *args: False)
+    assert eta.estimate_starts(snapshot, ALLOCATE_ONLY, 4 * 3600.0) == fast
+
+
+def test_no_shortcut_when_a_cycle_may_evict():
+    snapshot = random_cluster(1)
+    plan = plan_cycle(snapshot, ALLOCATE_ONLY)
+    assert eta.settles(snapshot, ALLOCATE_ONLY, plan)
+    assert not eta.settles(snapshot, Policy(), plan)
+    assert not eta.settles(snapshot, Policy(reclaim=False, preempt=False, consolidation=False,
+                                            backfill=True), plan)  # fmt: skip
