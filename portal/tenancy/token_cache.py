@@ -21,6 +21,7 @@ import copy
 import uuid
 
 import redis
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import transaction
@@ -33,9 +34,24 @@ KEPT_MAX = 10_000  # tokens kept per process; past it the process starts over
 _kept: dict[str, tuple[str, ApiToken]] = {}  # digest -> (generation, token with its user)
 
 
+def shared() -> bool:
+    """Whether the default cache is one every process reads (Redis, memcached). The embedded
+    default's process-memory cache is not: a password changed or a token revoked by another
+    process (`manage.py changepassword`, a shell) would not move this process's generation, so
+    there tokens are read at every request and nothing is kept."""
+    backend = settings.CACHES["default"]["BACKEND"]
+    return not backend.endswith(("LocMemCache", "DummyCache"))
+
+
+SHARED = shared()
+
+
 def generation() -> str | None:
     """The current generation, made if the cache has none (a fresh or flushed cache); None
-    while the cache is away (a Redis restart): the token is then read, and nothing kept."""
+    while the cache is away (a Redis restart) or not shared between processes (`shared`): the
+    token is then read, and nothing kept."""
+    if not SHARED:
+        return None
     try:
         current = cache.get(GENERATION)
         if current is None:

@@ -21,6 +21,13 @@ pytestmark = pytest.mark.django_db
 JOBS = "/api/v1/jobs/?project=team-a"
 
 
+@pytest.fixture(autouse=True)
+def _shared_cache(monkeypatch):
+    """The tests' cache is process memory (no REDIS_URL): keep tokens as a Redis-backed portal
+    does; the test of the embedded default turns it off again."""
+    monkeypatch.setattr(token_cache, "SHARED", True)
+
+
 def token_reads(client) -> int:
     """How many token rows one request reads (its answer must be a 200)."""
     with CaptureQueriesContext(connection) as queries:
@@ -123,3 +130,22 @@ def test_while_the_cache_is_away_tokens_are_read_and_a_revocation_is_a_503(
     assert answer.status_code == 503 and "Redis" in answer.content.decode()
     token.refresh_from_db()
     assert token.revoked_at is None  # refused whole: no process keeps a revoked token unseen
+
+
+def test_without_a_shared_cache_every_request_reads_its_token(api, member, monkeypatch):
+    # The embedded default's cache is process memory: another process (a shell, `manage.py
+    # changepassword`) revoking a token could not move this process's generation, so nothing
+    # is kept there.
+    monkeypatch.setattr(token_cache, "SHARED", False)
+    client = api(member)
+    token_reads(client)
+    assert token_reads(client) == 1
+    assert token_reads(client) == 1
+
+
+def test_a_process_memory_cache_is_not_shared(settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    assert not token_cache.shared()
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": "redis://127.0.0.1:6379/0"}}  # fmt: skip
+    assert token_cache.shared()
