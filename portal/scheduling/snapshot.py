@@ -13,14 +13,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.utils import timezone
-
 from portal.budgets import services as budget_services
 from portal.budgets.models import Budget
 from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
 from portal.cluster.models import PoolTopology
+from portal.core import clock
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
@@ -302,7 +301,7 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
     if budgets is None:
-        budgets = measure_all(Budget.objects.all(), at or timezone.now())
+        budgets = measure_all(Budget.objects.all(), at or clock.now())
     jobs = budget_services.with_verdicts(jobs, projects, budgets)  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
@@ -314,5 +313,5 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
         topology=load_topology(),
-        reservations=reservation_services.in_view(at or timezone.now()),  # R22
+        reservations=reservation_services.in_view(at or clock.now()),  # R22
     )

@@ -9,8 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from django.utils import timezone
-
+from portal.core import clock as portal_clock
 from portal.scheduling import eta, snapshot
 from scheduler.whatif import Change, Forecast, WhatIf, what_if
 
@@ -30,7 +29,7 @@ class Preview:
 def preview(changes: Iterable[Change], hours: float, now: datetime | None = None) -> Preview:
     """Today's state run forward `hours` ahead without and with `changes`. Raises ValueError
     (from `scheduler.whatif`) naming what a change refers to that the cluster lacks."""
-    now = now or timezone.now()
+    now = now or portal_clock.now()
     state = snapshot.load(now)
     clock = now.timestamp()
     jobs, _, _ = eta.predicted_jobs(state, clock)
