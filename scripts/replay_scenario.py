@@ -560,6 +560,8 @@ def replay(
             decided += _settle(portal, result, verbose, words)
         for spec in step.get("submit", []):
             body = {key: value for key, value in spec.items() if value is not None}
+            if "expected_s" in body:  # the core's prediction; the portal's submitter says it
+                body["estimate_s"] = max(1, round(body.pop("expected_s")))
             submitter = (users or {}).get(body.pop("user", ""), portal)
             submitter.require("POST", "/api/v1/jobs/", body)
             decided += _settle(portal, result, verbose, words)

@@ -268,7 +268,10 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         job = Job(
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
             placement=pods, user=row.user__username or "", image=row.image,
-            started=started, expected_s=row.expected_s, backfilled=row.backfilled,
+            started=started, backfilled=row.backfilled,
+            # until the predictor has written its first prediction (which the estimate caps),
+            # the submitter's own estimate is the run time backfill and reservations count on
+            expected_s=row.expected_s if row.expected_s is not None else row.estimate_s,
             expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
             gpu_memory_bytes=row.gpu_memory_bytes,
