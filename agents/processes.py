@@ -46,6 +46,7 @@ from pathlib import Path
 
 from agents import rendezvous
 from agents.base import JobSpec, Phase
+from agents.ports import free_port
 from agents.sessions import (
     SYSTEM_PATH,
     USER_PREFIX,
@@ -54,7 +55,6 @@ from agents.sessions import (
     SessionNotStarted,
     _account,
     _account_of,
-    _free_port,
     _kill_all,
     _make_home,
     _open_private,
@@ -266,7 +266,7 @@ class LocalProcesses(LocalSessions):
         with self._account_locked(user):
             account = _account(user, home, project, name, gid) if gid is not None else None
             _make_home(home, account)
-            port = rendezvous.master_port(job, default=_free_port())
+            port = rendezvous.master_port(job, default=free_port())
             count = max(1, job.pods)
             hosts = [LOOPBACK] * count
             pids = []

@@ -65,7 +65,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -77,6 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents import firewall
+from agents.ports import free_port
 from agents.watchdog import alive as _alive
 
 JUPYTER_PORT = 8888
@@ -470,7 +470,7 @@ class LocalSessions:
 
     def _run(self, project: str, name: str, environment: dict[str, str], home: Path,
              account: pwd.struct_passwd | None) -> Session:  # fmt: skip
-        port, token, base_url = _free_port(), secrets.token_hex(24), session_path(project, name)
+        port, token, base_url = free_port(), secrets.token_hex(24), session_path(project, name)
         user = account.pw_name if account else _username(os.geteuid())
         as_user = {"user": account.pw_uid, "group": self._sessions_gid, "extra_groups": []} if (
             account) else {}  # fmt: skip
@@ -824,9 +824,3 @@ def _terminate(pid: int, grace_s: float) -> None:
         os.killpg(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]

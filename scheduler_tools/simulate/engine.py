@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 from scheduler.bands import band_of
 from scheduler.cycle import plan_cycle
-from scheduler.model import Job, JobKey, Project, Snapshot, to_milli
+from scheduler.model import Job, JobKey, Project, Reservation, Snapshot, to_milli
 from scheduler.predict import BURST_GAP_S, Bursts, Predictor, Running
 from scheduler.queues import build_queues, compute_fair_shares
 from scheduler.usage import DEFAULT_WINDOW_S, UsageParams
@@ -109,6 +109,13 @@ class SimOptions:
     # first start on several nodes start inside one rack, with or without the preference.
     rack_nodes: int = 0
     preferred_rack: bool = False
+    # Reservations (issue 37, R22): booked occurrences on the trace's clock, each handed to
+    # every cycle until its end, as the portal hands them; a cycle runs at each slot's start
+    # and end. Evictions made for them (decision action "reservation") are counted apart.
+    reservations: tuple[Reservation, ...] = ()
+    # (team, time) pairs: after the first cycle at or after each time, the team's GPUs are
+    # recorded in `Simulation.watched` (the booking study reads a team's GPUs at each T1).
+    watch: tuple[tuple[str, float], ...] = ()
 
 
 RACK_LABEL = "sim.allot.io/rack"
@@ -172,6 +179,11 @@ class Simulation:
                                for n in self.nodes)  # fmt: skip
             self.topology = dict.fromkeys({n.pool for n in self.nodes}, (RACK_LABEL,))
         self.multi_node = [0, 0]  # jobs first started on several nodes, of them inside one rack
+        # (time, GPUs) of each eviction made for a reservation (R22.3, R22.5)
+        self.reservation_evictions: list[tuple[float, float]] = []
+        self._bookings = tuple(sorted(self.options.reservations, key=lambda r: r.end))
+        self._watch = sorted(self.options.watch, key=lambda w: w[1])
+        self.watched: list[tuple[str, float, float, float]] = []  # team, asked, cycle, GPUs
         self.user_limits = user_limits(self.options.user_max_gpus, self.options.user_max_running)
         self.projects = tuple(self._project(team, i) for i, team in enumerate(teams))
         # the heaviest user's share while a teammate waits, when the trace has users (issue 36)
@@ -579,7 +591,7 @@ class Simulation:
             waiting = tracker.demand - tracker.alloc
             if not waiting:
                 continue
-            bound = idle + fair[team]
+            bound = idle + fair[team] + self._reserved_now(team)
             mine: list[Job] = []
             shown_milli = 0
             for queue in shapes.values():
@@ -600,6 +612,13 @@ class Simulation:
                 for queue in shapes.values():
                     shown.extend(self.pending[key] for _, key in queue)
         return shown
+
+    def _reserved_now(self, team: str) -> int:
+        """Thousandths of GPUs the team's reservations in their slot now may take back beyond
+        idle GPUs and its fair share (R22.3): the depth bound must show that many more."""
+        return sum(
+            r.gpus * 1000 for r in self._bookings if r.project == team and r.active(self._now)
+        )
 
     def _fair_shares(self) -> dict[str, int]:
         """Every team's fair share (thousandths) as the core will compute it from the full
@@ -677,6 +696,7 @@ class Simulation:
         snapshot = Snapshot(
             nodes=self.nodes, projects=self.projects, jobs=jobs, now=now, usage=self._usage,
             topology=self.topology,
+            reservations=tuple(r for r in self._bookings if r.end > now),
         )  # fmt: skip
         began = time.perf_counter()
         plan = plan_cycle(snapshot, self.spec.policy)
@@ -692,11 +712,16 @@ class Simulation:
             if decision.kind == "start":
                 self._start(sim, decision.placement, now, decision.action == "backfill")
             elif decision.kind == "evict":
+                if decision.action == "reservation":
+                    self.reservation_evictions.append((now, sim.trace.gpus))
                 self._evict(sim, now)
             elif decision.kind == "move":
                 self._move(sim, decision.placement, now)
         for team in self.teams.values():
             team.after_cycle(now)
+        while self._watch and self._watch[0][1] <= now:
+            team, asked = self._watch.pop(0)
+            self.watched.append((team, asked, now, self.teams[team].alloc / 1000))
         return bool(decisions)
 
     # ------------------------------------------------------------------------------ main loop
@@ -728,6 +753,7 @@ class Simulation:
         self._order_of = self._orders()  # Job.order per trace position
         self._next_sub = 0  # trace position of the next submission
         self._now = 0.0
+        self._boundary_seen = -math.inf
         self._tick = 0
         self._last_report = 0.0
         self._finished = 0
@@ -750,7 +776,8 @@ class Simulation:
         if self._bands:
             changed |= self._cross_bands(self._now)
         woke = self._wake_up()
-        return changed or woke
+        crossed = self._crossed_boundary()
+        return changed or woke or crossed
 
     def _submit_and_complete(self) -> bool:
         """Submissions and completions up to now in time order (completions first on ties: the
@@ -793,6 +820,20 @@ class Simulation:
             woke |= sim.epoch == epoch and sim.run_start is not None
         return woke
 
+    def _crossed_boundary(self) -> bool:
+        """Whether a slot started or ended since the last tick (then the cycle runs, R22.3)."""
+        if not self._bookings:
+            return False
+        before, self._boundary_seen = self._boundary_seen, self._now
+        return any(before < t <= self._now for r in self._bookings for t in (r.start, r.end))
+
+    def _next_boundary(self) -> float:
+        """The next reservation slot's start or end after now (R22.2-R22.3), inf when none."""
+        return min(
+            (t for r in self._bookings for t in (r.start, r.end) if t > self._now),
+            default=math.inf,
+        )
+
     def _give_up(self) -> None:
         """Cycles keep deciding with no event between: a core bug, noted in the summary."""
         self.note = f"stopped: {self._idle_busy} cycles kept deciding with no event between"
@@ -810,6 +851,7 @@ class Simulation:
                 self._next_submit_s(),
                 self._wakes[0][0] if self._wakes else math.inf,
                 self._bands[0][0] if self._bands else math.inf,
+                self._next_boundary(),
             )
             if upcoming == math.inf:
                 return False

@@ -9,7 +9,6 @@ tests are skipped with a reason, except when ALLOT_REQUIRE_BROWSER=1 (CI sets it
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agents.ports import free_port
 from agents.sessions import LocalSessions
 from tests.portal.scheduling.test_concurrency import _test_database_url
 
@@ -29,12 +29,6 @@ FLAGS = [
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]  # fmt: skip
 PASSWORD = "x-test-password-1"  # the personas' password (tests/conftest.py)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Server:
@@ -83,7 +77,7 @@ def server(transactional_db, tmp_path, settings, request, sessions_dir, session_
     settings.ALLOT_SESSIONS_DIR = sessions_dir
     jupyter = request.node.get_closest_marker("jupyter") is not None
     eta = request.node.get_closest_marker("eta_interval")
-    port = _free_port()
+    port = free_port()
     env = dict(
         os.environ, DATABASE_URL=_test_database_url(), PYTHONPATH=str(ROOT), DEBUG="1",
         ALLOT_SESSIONS_ORIGIN=f"http://*.localhost:{port}",

@@ -18,6 +18,7 @@ import urllib.request
 
 import pytest
 
+from agents.ports import free_port
 from tests.paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -29,7 +30,7 @@ def _port() -> int:
         try:
             sock.bind(("127.0.0.1", 8123))
         except OSError:
-            sock.bind(("127.0.0.1", 0))
+            return free_port()
         return sock.getsockname()[1]
 
 

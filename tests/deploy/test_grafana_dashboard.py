@@ -68,6 +68,9 @@ def test_the_dashboard_is_grafana_json_over_exported_metrics_only():
     # and the rest of the issue's metrics: start latency, the agent's API errors and back-offs
     assert {"allot_job_start_latency_seconds_bucket", "allot_agent_api_errors_total",
             "allot_agent_backoff_seconds_total", "allot_agent_backoffs_total"} <= used  # fmt: skip
+    # budgets (issue 36): their use in the open window and when they run out
+    assert {"allot_budget_used_gpu_seconds", "allot_budget_gpu_seconds",
+            "allot_budget_runs_out_timestamp_seconds"} <= used  # fmt: skip
     by_pool = [
         t["expr"] for p in dashboard["panels"] for t in p["targets"] if "node_pool" in t["expr"]
     ]

@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from agents.ports import free_port
 from benchmarks.stack import Stack, call
 from tests.k8s.lab import lab_command, start_lab
 from tests.k8s.portal_lab import MANAGED, planned_pods
@@ -54,12 +55,6 @@ NODES, GPUS_PER_NODE = 4, 8
 LOAD_GPUS = 18  # the client keeps at most this many GPUs asked for, so a probe always fits
 SAMPLE_S = 0.5
 TERMINAL = ("Succeeded", "Failed")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def until(check, timeout: float, every: float = 0.1):

@@ -13,7 +13,6 @@ groups out of the ID token (the userinfo endpoint still has them).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from agents.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID = "allot-portal"
@@ -38,12 +39,6 @@ def new_rsa_key() -> str:
     ).decode()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Provider:
     """django-oauth-toolkit serving OpenID Connect on http://127.0.0.1:PORT/o."""
 
@@ -57,7 +52,7 @@ class Provider:
     ):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.issuer = f"{self.url}/o"
         self.private_key = new_rsa_key()

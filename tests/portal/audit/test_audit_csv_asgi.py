@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ import urllib.request
 
 import pytest
 
+from agents.ports import free_port
 from portal.audit.queries import CHUNK
 from tests.paths import ROOT
 
@@ -24,14 +24,8 @@ pytestmark = pytest.mark.slow
 ROWS = CHUNK + 500  # more than one chunk
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _csv_through_uvicorn(env: dict, token: str) -> list[list[str]]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in env.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     server = subprocess.Popen(
         [sys.executable, "-m", "uvicorn", "portal.asgi:application", "--host", "127.0.0.1",

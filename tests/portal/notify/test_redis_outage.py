@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ import pytest
 import redis
 from django.utils import timezone
 
+from agents.ports import free_port
 from portal.jobs.models import Job, JobEvent
 from portal.notify import dispatch
 from portal.notify.models import Delivery, Webhook
@@ -36,12 +36,6 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[3]
 OUTAGE_S = float(os.environ.get("ALLOT_TEST_OUTAGE_S", "60"))
 CATCH_UP_S = 15.0  # "within seconds" after Redis is back (6 s here, on 2 busy cores)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class RedisServer:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from agents.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 NODES, RUNNING, DELETED, SUBMITTED, SWEEP = 250, 1000, 300, 1000, 250  # 2,000 GPUs
@@ -59,9 +60,7 @@ class Portal:
         admin = "User.objects.create_superuser('admin', 'a@example.com', 'x-test-pass-1')"
         self.manage("shell", "-c", f"from django.contrib.auth.models import User; {admin}")
         self.token = self.manage("issue_token", "admin").strip().splitlines()[-1]
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         with open(self.log, "w") as out:
             self.process = subprocess.Popen(

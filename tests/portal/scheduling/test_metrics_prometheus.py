@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -19,17 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from agents.ports import free_port
 from portal.dashboards.overview import build_full_overview
 from portal.scheduling import cycle_metrics
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 TOKEN = "prometheus-test-token-0123456789"
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -48,7 +42,7 @@ def prometheus(live_server, settings, tmp_path):
         f"    authorization: {{type: Bearer, credentials: {TOKEN}}}\n"
         f"    static_configs: [{{targets: ['{target}']}}]\n"
     )
-    port = _port()
+    port = free_port()
     log = (tmp_path / "prometheus.log").open("w")
     process = subprocess.Popen(
         [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",

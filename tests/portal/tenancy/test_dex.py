@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import time
 import urllib.request
@@ -22,6 +21,7 @@ import pytest
 import requests
 from django.contrib.auth import get_user_model
 
+from agents.ports import free_port
 from tests.binaries import wait_for_build
 from tests.paths import ROOT
 
@@ -44,16 +44,10 @@ def _dex_binary() -> Path:
     return Path(out.stdout.strip())
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def dex(live_server, tmp_path, settings):
     """Dex on 127.0.0.1 with the portal as a static client (a secret with + / =) and one user."""
-    binary, port = _dex_binary(), _free_port()
+    binary, port = _dex_binary(), free_port()
     issuer = f"http://127.0.0.1:{port}/dex"
     (tmp_path / "dex.yaml").write_text(f"""
 issuer: {issuer}

@@ -384,9 +384,9 @@ def test_the_rules_over_the_rest_api(db, api, cluster_admin, member, team_a):
 
 
 def test_an_unreachable_provider_is_said_plainly(db, client, settings):
-    from tests.oidc_provider.harness import _free_port
+    from agents.ports import free_port
 
-    settings.ALLOT_OIDC_ISSUER = f"http://127.0.0.1:{_free_port()}/o"  # nothing listens there
+    settings.ALLOT_OIDC_ISSUER = f"http://127.0.0.1:{free_port()}/o"  # nothing listens there
     settings.ALLOT_OIDC_CLIENT_ID, settings.ALLOT_OIDC_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
     page = client.get("/oidc/login/")
     assert page.status_code == 502
