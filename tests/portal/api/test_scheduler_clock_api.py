@@ -29,6 +29,7 @@ def replay_clock(settings):
 def test_off_the_resource_does_not_exist_and_the_portal_reads_the_wall_clock(api, cluster_admin):
     assert api(cluster_admin).get(URL).status_code == 404
     assert api(cluster_admin).post(URL, {"now": T0.isoformat()}, format="json").status_code == 404
+    assert api(cluster_admin).put(URL, {}, format="json").status_code == 405  # never a method
     assert abs((clock.now() - datetime.now(UTC)).total_seconds()) < 60
 
 
