@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from django.utils import timezone
-
+from portal.core import clock as portal_clock
 from portal.scheduling import eta, snapshot
 from scheduler.model import Snapshot
 from scheduler.whatif import Change, Forecast, WhatIf, what_if
@@ -55,7 +54,7 @@ def preview(changes: Iterable[Change], hours: float, now: datetime | None = None
     one `scheduler.whatif` kept, so an admin trying several changes pays one forward run each.
     Any change of a job, node, project, reservation or usage row is a fresh read at `now`."""
     global _last
-    now = now or timezone.now()
+    now = now or portal_clock.now()
     state = snapshot.load(now)
     clock = now.timestamp()
     raw = _raw(state)
