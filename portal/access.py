@@ -29,6 +29,12 @@ def is_cluster_admin(user) -> bool:
     return bool(user and user.is_authenticated and user.is_staff)
 
 
+def may_set_clock(user) -> bool:
+    """Cluster admins read and set the replay clock of a scratch portal (`portal.core.clock`):
+    it moves the time every project's budgets, runs and reservations are counted by."""
+    return is_cluster_admin(user)
+
+
 def may_preview_changes(user) -> bool:
     """The what-if (issue 37) shows every project's queue and the jobs a change would stop:
     cluster admins only, as they alone make those changes."""

@@ -109,6 +109,15 @@ class JobQueues:
             self._refresh_path(self._dirty)
             self._dirty = None
 
+    def drain(self) -> list[Job]:
+        """Every job not popped yet, emptying the queues (in no particular order: for a caller
+        that no longer needs the order, allocate once nothing more can start)."""
+        left = [job for pending in self.jobs.values() for job in pending]
+        self.jobs = {}
+        self.heaps = {}
+        self._dirty = None
+        return left
+
     def pop(self) -> Job | None:
         """The next job in allocation order, or None when every queue is empty."""
         self._flush()

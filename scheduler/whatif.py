@@ -12,12 +12,16 @@ before and after, each project's GPUs over time, and the running jobs the change
 those the changed run evicts and the unchanged one keeps (a drained or removed node's jobs among
 them).
 
-Pure and deterministic: the snapshot's clock is the only time it knows.
+Pure and deterministic: the snapshot's clock is the only time it knows. Forward runs are kept
+for their whole input (:func:`cached_forecast`), so the "before" of one state runs once however
+many changes are previewed on it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, fields, replace
 from typing import Literal
 
 from .cycle import settle
@@ -29,6 +33,7 @@ PROJECT_FIELDS = ("quota", "over_quota_weight", "limit")
 STEPS = 20  # clock steps of the forward runs (eta.resolution_for): the 2 s budget at 4,000 jobs
 MAX_STEPS = 100  # at most: a step never shorter than horizon / MAX_STEPS (short ends, long horizon)
 VICTIM_CANDIDATES = 16  # each reclaim/preempt search stops after this many victims (R11.1's cap)
+CACHED_FORECASTS = 8  # forward runs kept (the "before" of the states previewed last)
 
 
 @dataclass(frozen=True)
@@ -118,10 +123,58 @@ def what_if(
     run takes at most about `MAX_STEPS` clock steps over the horizon."""
     policy = replace(policy or Policy(), max_reclaim_candidates=VICTIM_CANDIDATES)
     changed, displaced = apply_changes(snapshot, changes)
-    before = forecast(snapshot, {}, policy, horizon_s)
-    after = forecast(changed, displaced, policy, horizon_s)
+    before = cached_forecast(snapshot, {}, policy, horizon_s)
+    after = cached_forecast(changed, displaced, policy, horizon_s)
     stopped = {key: why for key, why in after.stopped.items() if key not in before.stopped}
     return WhatIf(snapshot.now, before, after, stopped)
+
+
+_forecasts: OrderedDict[tuple, Forecast] = OrderedDict()
+_forecasts_lock = threading.Lock()
+
+
+def cached_forecast(
+    snapshot: Snapshot, displaced: dict[JobKey, str], policy: Policy, horizon_s: float
+) -> Forecast:
+    """:func:`forecast`, kept for the last `CACHED_FORECASTS` inputs. The "before" run does not
+    depend on the change, so previews of different changes on one state (an admin trying a
+    quota of 8, then 12) share it and each costs one forward run instead of two. The key is the
+    whole input, the snapshot's every field (its clock, each job and node) with the policy and
+    horizon, so any change of state is a different key: nothing needs invalidating, and a hit
+    is the very answer :func:`forecast` gives (the run is pure). Each caller gets its own
+    copies of the mappings, so none can alter what the next one reads."""
+    key = (_fingerprint(snapshot), tuple(displaced.items()), policy, horizon_s)
+    with _forecasts_lock:
+        found = _forecasts.get(key)
+        if found is not None:
+            _forecasts.move_to_end(key)
+    if found is None:
+        found = forecast(snapshot, displaced, policy, horizon_s)
+        with _forecasts_lock:
+            _forecasts[key] = found
+            while len(_forecasts) > CACHED_FORECASTS:
+                _forecasts.popitem(last=False)
+    return _copy(found)
+
+
+def clear_forecasts() -> None:
+    """Forget every kept forward run (tests compare cached and fresh answers)."""
+    with _forecasts_lock:
+        _forecasts.clear()
+
+
+def _fingerprint(snapshot: Snapshot) -> tuple:
+    """Every field of the snapshot as a hashable value (its dicts as sorted item tuples); a
+    field added to `Snapshot` later joins the key by itself."""
+    return tuple(
+        tuple(sorted(value.items())) if isinstance(value, dict) else value
+        for value in (getattr(snapshot, f.name) for f in fields(snapshot))
+    )
+
+
+def _copy(kept: Forecast) -> Forecast:
+    series = tuple((at, dict(gpus)) for at, gpus in kept.series)
+    return Forecast(dict(kept.starts), series, dict(kept.stopped))
 
 
 def forecast(

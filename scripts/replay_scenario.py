@@ -38,22 +38,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import secrets
 import sys
-import urllib.error
-import urllib.request
+import urllib.parse
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scheduler import Department, Job, Node, Plan, PodPlacement, Policy, Project, Snapshot
 from scheduler.quantity import MIB, format_memory, memory_bytes
+from scheduler_tools.budgets import Meter
+from scheduler_tools.reservations import WEEK_S, Book
 from scheduler_tools.scenario import (
     ReplayResult,
     Scenario,
     ScenarioError,
+    _bookings,
     check,
     check_resources,
     load_scenario,
@@ -74,22 +81,22 @@ class Portal:
     def __init__(self, url: str, token: str):
         self.url = url.rstrip("/")
         self.token = token
+        # One connection kept alive for all the calls: a replay sends thousands of requests,
+        # and a connection each cost the portal (and, over TLS, the client) one set-up each.
+        self.http = httpx.Client(
+            headers={"Authorization": f"Token {token}", "Accept": "application/json"},
+            timeout=300,
+        )
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
         """(status, decoded JSON body or None); HTTP errors are returned, not raised."""
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Authorization", f"Token {self.token}")
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
+        headers = {"Content-Type": "application/json"} if data is not None else {}
         try:
-            with urllib.request.urlopen(request, timeout=300) as response:
-                return response.status, _decode(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, _decode(exc.read())
-        except (urllib.error.URLError, OSError) as exc:
+            response = self.http.request(method, self.url + path, content=data, headers=headers)
+        except httpx.HTTPError as exc:
             raise PortalError(f"cannot reach {self.url}: {exc}") from None
+        return response.status_code, _decode(response.content)
 
     def require(self, method: str, path: str, body: dict | None = None, ok=(200, 201, 204)):
         """The body of a request that must succeed."""
@@ -117,6 +124,100 @@ def _decode(raw: bytes):
         return json.loads(raw) if raw else None
     except ValueError:
         return raw.decode(errors="replace")[:300]
+
+
+DAY_S = 24 * 3600
+CLOCK = "/api/v1/scheduler/clock/"
+PORTAL_MOMENT = re.compile(r"\b(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) [A-Za-z][\w+-]*")
+EPOCH_MOMENT = re.compile(r"\bt=(\d+(?:\.\d+)?)")
+BUDGET_WORDS = re.compile(
+    r" per (?:term \S+ to \S+|calendar month|rolling window) is spent "
+    r"\(([\d.]+) GPU-hours, [\d.]+ core-hours used\)"
+)
+
+
+def moves_clock(scenario: Scenario) -> bool:
+    """True when the file has budgets or reservations, or steps at times or of cycles."""
+    return bool(scenario.budgets or scenario.bookings) or any(
+        {"at", "cycles", "book"} & set(step) for step in scenario.steps
+    )
+
+
+class ScenarioClock:
+    """The scenario's clock on the portal's replay clock (`ALLOT_REPLAY_CLOCK`, issue 36/37):
+    scenario time t is the portal's `base` + t seconds. `base` is ahead of the portal's reading
+    (the clock never moves backwards), at a midnight of the portal's zone or, when a budget's
+    term ends on the scenario clock, so that its end falls on one (the portal's terms are whole
+    days). The portal words times as its clock does (`t=<epoch seconds>` in the core's reasons,
+    dates in a refusal) and a budget's reason names its window and core-hours, which the
+    scenario has not: `words` turns the portal's words into the scenario's, so both replays
+    print the same lines."""
+
+    def __init__(self, portal: Portal, scenario: Scenario):
+        status, answer = portal.call("GET", CLOCK)
+        if status != 200:
+            raise ScenarioError(
+                f"the portal's clock is not settable (GET {CLOCK} -> {status}): this scenario "
+                "moves its clock; replay it on a scratch portal with ALLOT_REPLAY_CLOCK=1"
+            )
+        self.portal = portal
+        reading = datetime.fromisoformat(answer["now"].replace("Z", "+00:00"))
+        self.zone = reading.tzinfo
+        midnight = datetime.combine(reading.date() + timedelta(days=1), datetime.min.time(),
+                                    tzinfo=self.zone)  # fmt: skip
+        ends = sorted({b.until % DAY_S for b in scenario.budgets if b.until != math.inf})
+        self.base = midnight + timedelta(seconds=(DAY_S - ends[0]) % DAY_S if ends else 0)
+        for budget in scenario.budgets:
+            for key, t in (("from", budget.start), ("until", budget.until)):
+                if t != math.inf and (t > 0 or key == "until") and not self._midnight(t):
+                    raise ScenarioError(
+                        f"budgets: {budget.name}'s {key} ({t:g}) and the other terms' ends do "
+                        "not all fall on midnights: the portal's terms are whole days"
+                    )
+        self.now = -1.0
+
+    def _midnight(self, t: float) -> bool:
+        moment = self.at(t)
+        return moment == datetime.combine(moment.date(), datetime.min.time(), tzinfo=self.zone)
+
+    def at(self, t: float) -> datetime:
+        """Scenario time t on the portal's clock."""
+        return self.base + timedelta(seconds=t)
+
+    def move(self, t: float) -> None:
+        """Set the portal's clock to scenario time t (before a step, as the core moves its own)."""
+        if t != self.now:
+            self.portal.require("POST", CLOCK, {"now": self.at(t).isoformat()})
+            self.now = t
+
+    def term(self, budget) -> dict:
+        """The budget's window as the portal's term: the days from `from` to before `until`."""
+        first = self.at(max(budget.start, 0)).date()
+        last = (self.at(budget.until).date() - timedelta(days=1) if budget.until != math.inf
+                else first + timedelta(days=3660))  # fmt: skip
+        return {"window": "term", "term_start": first.isoformat(), "term_end": last.isoformat()}
+
+    def words(self, text: str) -> str:
+        """The portal's text in the scenario's words (see the class)."""
+        text = BUDGET_WORDS.sub(r" is spent (\1 GPU-hours used)", text)
+        text = EPOCH_MOMENT.sub(  # first: the dates below become t=, which must stay as they are
+            lambda m: self._t(datetime.fromtimestamp(float(m[1]), self.zone)), text
+        )
+        return PORTAL_MOMENT.sub(
+            lambda m: self._t(datetime.fromisoformat(m[1]).replace(tzinfo=self.zone)), text
+        )
+
+    def _t(self, moment: datetime) -> str:
+        t = (moment - self.base).total_seconds()
+        return f"t={t:.0f}" if float(t).is_integer() else f"t={t:.1f}"
+
+
+class SameWords:
+    """The words of a scenario that does not move its clock: the portal's as they are."""
+
+    @staticmethod
+    def words(text: str) -> str:
+        return text
 
 
 def replayable(scenario: Scenario) -> None:
@@ -189,6 +290,9 @@ def scenario_users(scenario: Scenario) -> dict[str, set[str]]:
         for limit in project.user_limits:
             if limit.user:
                 users.setdefault(limit.user, set()).add(project.name)
+    for budget in scenario.budgets:
+        if budget.user:
+            users.setdefault(budget.user, set()).add(budget.project)
     for step in scenario.steps:
         for spec in step.get("submit", []):
             if spec.get("user"):
@@ -303,8 +407,9 @@ def _reset(portal: Portal) -> None:
             portal.require("DELETE", f"/api/v1/{collection}/{row['name']}/")
 
 
-def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
-    """The portal's jobs as a snapshot, and its stored fair shares and pending reasons as a plan."""
+def read_state(portal: Portal, scenario: Scenario, words=SameWords.words) -> tuple[Snapshot, Plan]:
+    """The portal's jobs as a snapshot, and its stored fair shares and pending reasons (in the
+    scenario's words, `ScenarioClock.words`) as a plan."""
     names = {project.name for project in scenario.projects}
     jobs, reasons = [], {}
     for order, row in enumerate(portal.all("/api/v1/jobs/")):
@@ -322,7 +427,7 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
                   else None, user=row.get("user") or "")  # fmt: skip
         jobs.append(job)
         if not placement:
-            reasons[job.key] = row.get("pending_reason") or ""
+            reasons[job.key] = words(row.get("pending_reason") or "")
     rows = portal.all("/api/v1/projects/")
     shares = {row["name"]: row["fair_share"] for row in rows}
     users = {row["name"]: row["user_fair_shares"] for row in rows if row.get("user_fair_shares")}
@@ -333,43 +438,162 @@ def read_state(portal: Portal, scenario: Scenario) -> tuple[Snapshot, Plan]:
                           user_fair_shares=users)  # fmt: skip
 
 
+def create_budgets(portal: Portal, scenario: Scenario, clock: ScenarioClock) -> None:
+    """The scenario's budgets (R20) through `/api/v1/budgets/`, each window the portal's term
+    of the same days (`ScenarioClock.term`)."""
+    for budget in scenario.budgets:
+        scope = ({"department": budget.department} if budget.department is not None
+                 else {"project": budget.project, "user": budget.user})  # fmt: skip
+        portal.require("POST", "/api/v1/budgets/", {
+            "name": budget.name, "gpu_hours": budget.gpu_hours, "kind": budget.kind,
+            "over": budget.over, "thresholds": list(budget.thresholds), **scope,
+            **clock.term(budget),
+        })  # fmt: skip
+
+
+def booking_body(name: str, occurrences: tuple, clock: ScenarioClock) -> dict:
+    """A booking's occurrences (`scheduler_tools.reservations`) as the reservations resource
+    takes them: the first slot, and weekly until the last one's end when there are more."""
+    first = occurrences[0]
+    body = {"name": name, "project": first.project, "gpus": first.gpus,
+            "pool": first.pool or "", "whole_nodes": first.whole_nodes,
+            "start": clock.at(first.start).isoformat(),
+            "end": clock.at(first.end).isoformat()}  # fmt: skip
+    if first.cpu_millis is not None:
+        body["cpu"] = f"{first.cpu_millis}m"
+    if first.memory_bytes is not None:
+        body["memory"] = str(first.memory_bytes)
+    if len(occurrences) > 1:
+        assert occurrences[1].start - first.start == WEEK_S
+        body |= {"weekly": True, "repeat_until": clock.at(occurrences[-1].end).isoformat()}
+    return body
+
+
+def book(portal: Portal, booked: Book, name: str, occurrences: tuple, clock: ScenarioClock):
+    """Book through `/api/v1/reservations/`: accepted, or refused as `field: reason` (R22.1)."""
+    status, answer = portal.call("POST", "/api/v1/reservations/",
+                                 booking_body(name, occurrences, clock))  # fmt: skip
+    if status == 201:
+        booked.names.append(name)
+        return
+    if status != 400 or not isinstance(answer, dict) or not answer:
+        raise PortalError(f"POST /api/v1/reservations/ {name} -> {status} {answer}")
+    field, reasons = next(iter(answer.items()))
+    reason = reasons[0] if isinstance(reasons, list) else str(reasons)
+    booked.refused[name] = f"{field}: {clock.words(reason)}"
+
+
+def read_budgets(portal: Portal, scenario: Scenario, clock: ScenarioClock) -> Meter:
+    """What the portal's budgets of the scenario used and announced, as the core's meter
+    holds them (`budget_used`, `budget_notices`). A budget whose term has ended has no window
+    open, so the portal shows no use; what its term counted is then the accounting's allocated
+    GPU-hours of its scope over the term (the same runs and arithmetic, R20.1)."""
+    by_name = {budget.name: budget for budget in scenario.budgets}
+    meter, announced = Meter(scenario.budgets), []
+    for row in portal.all("/api/v1/budgets/"):
+        budget = by_name.get(row["name"])
+        if budget is None:
+            continue
+        used = row["usage"]["used_gpu_hours"]
+        if row["usage"]["window_start"] is None and budget.department is None:
+            used = term_hours(portal, budget, clock)
+        meter.used_s[row["name"]] = used * 3600
+        announced += [(n["sent_at"], n["threshold"], row["name"]) for n in row["notices"]]
+    meter.notices = [f"{name} {threshold}%" for _, threshold, name in sorted(announced)]
+    return meter
+
+
+def term_hours(portal: Portal, budget, clock: ScenarioClock) -> float:
+    """The GPU-hours `/api/v1/accounting/` allocated to the budget's project (and user) over
+    its term, at most the clock's reading."""
+    term = clock.term(budget)
+    since = datetime.fromisoformat(term["term_start"]).replace(tzinfo=clock.zone)
+    until = min(datetime.fromisoformat(term["term_end"]).replace(tzinfo=clock.zone)
+                + timedelta(days=1), clock.at(clock.now))  # fmt: skip
+    query = {"group_by": "project", "project": budget.project,
+             "since": since.isoformat(), "until": until.isoformat()}  # fmt: skip
+    if budget.user:
+        query["user"] = budget.user
+    report = portal.require("GET", "/api/v1/accounting/?" + urllib.parse.urlencode(query))
+    return sum(row["allocated_gpu_hours"] for row in report["totals"])
+
+
 def replay(
-    portal: Portal, scenario: Scenario, verbose: bool = False, users: dict | None = None
-) -> ReplayResult:
+    portal: Portal, scenario: Scenario, verbose: bool = False, users: dict | None = None,
+    clock: ScenarioClock | None = None,
+) -> ReplayResult:  # fmt: skip
     """Every step through the API, settling after each change of devices, submission and
     deletion; the decisions reported while a step settles are checked by `decision_contains`.
-    A job with a `user` is submitted by that user's client (`users`, from `prepare`)."""
+    A job with a `user` is submitted by that user's client (`users`, from `prepare`).
+
+    With a `clock` (a file that moves its clock, budgets or reservations: issues 36 and 37),
+    the portal's clock is set to each step's `at` before the step and the portal settles, as the
+    cycle a live portal runs every few seconds would (it counts budgets and announces their
+    thresholds there); a step's `cycles` is that settling, and only the decisions of its first
+    `cycles` cycles count for it; the budgets and the file's bookings are made first, a step's
+    `book` tried in turn, and `budget_*`, `booked` and `refused` checked as the core does."""
     result = ReplayResult()
+    names = {project.name for project in scenario.projects}
+    words = (clock or SameWords).words
+    booked = Book(scenario.nodes)
+    if clock is not None:
+        clock.move(0)
+        create_budgets(portal, scenario, clock)
+        for name, occurrences in scenario.bookings:
+            book(portal, booked, name, occurrences, clock)
+        if booked.refused:
+            raise PortalError(f"the portal refused the file's bookings: {booked.refused}")
     for i, step in enumerate(scenario.steps):
         decided: list = []
+        if clock is not None:
+            clock.move(float(step.get("at", clock.now)))
+            for name, occurrences in _bookings(step.get("book", []), f"steps[{i}].book", names):
+                book(portal, booked, name, occurrences, clock)
+            if {"at", "cycles", "book"} & set(step):
+                within = step.get("cycles")
+                decided += [d for d in _settle(portal, result, verbose, words)
+                            if within is None or d.cycle <= within]  # fmt: skip
         for node, devices in step.get("failed_devices", {}).items():
             body = {"failed_devices": sorted(set(devices))}
             portal.require("PATCH", f"/api/v1/nodes/{node}/", body)
         if step.get("failed_devices"):
-            decided += _settle(portal, result, verbose)
+            decided += _settle(portal, result, verbose, words)
         for spec in step.get("submit", []):
             body = {key: value for key, value in spec.items() if value is not None}
+            if "expected_s" in body:  # the core's prediction; the portal's submitter says it
+                body["estimate_s"] = max(1, round(body.pop("expected_s")))
             submitter = (users or {}).get(body.pop("user", ""), portal)
             submitter.require("POST", "/api/v1/jobs/", body)
-            decided += _settle(portal, result, verbose)
+            decided += _settle(portal, result, verbose, words)
         for spec in step.get("delete", []):
             portal.require("DELETE", f"/api/v1/jobs/{spec['project']}/{spec['name']}/")
-            decided += _settle(portal, result, verbose)
+            decided += _settle(portal, result, verbose, words)
         if "expect" in step:
-            snapshot, plan = read_state(portal, scenario)
+            snapshot, plan = read_state(portal, scenario, words)
             result.report += tables(scenario, snapshot, plan, f"after step {i}")
             result.failures += check(step["expect"], snapshot, plan, i)
             result.failures += check_resources(step["expect"], snapshot, decided, i)
+            if clock is not None:
+                result.failures += read_budgets(portal, scenario, clock).check(step["expect"], i)
+                result.failures += booked.check(step["expect"], i)
     return result
 
 
-def _settle(portal: Portal, result: ReplayResult, verbose: bool) -> list[SimpleNamespace]:
-    """Settle; the decisions made, shaped as the core's (`job` a (project, name) pair)."""
+def _settle(
+    portal: Portal, result: ReplayResult, verbose: bool, words=SameWords.words
+) -> list[SimpleNamespace]:
+    """Settle; the decisions made, shaped as the core's (`job` a (project, name) pair), their
+    reasons in the scenario's words."""
     answer = portal.settle()
     if not answer.get("settled", True):
         result.failures.append(f"the portal did not settle within {answer.get('cycles')} cycles")
     decisions = [
-        SimpleNamespace(kind=d["kind"], job=(d["project"], d["job"]), reason=d["reason"])
+        SimpleNamespace(
+            kind=d["kind"],
+            job=(d["project"], d["job"]),
+            reason=words(d["reason"]),
+            cycle=d.get("cycle", 1),
+        )
         for d in answer.get("decisions", [])
     ]
     if verbose:
@@ -400,8 +624,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             scenario = load_scenario(path)
             replayable(scenario)
+            clock = ScenarioClock(portal, scenario) if moves_clock(scenario) else None
             users = prepare(portal, scenario, args.clean, args.reset)
-            result = replay(portal, scenario, args.verbose, users)
+            result = replay(portal, scenario, args.verbose, users, clock)
         except (ScenarioError, PortalError) as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             return 2

@@ -23,6 +23,7 @@ import pytest
 from agents.sessions import LocalSessions, _unreachable
 from scheduler.quantity import GIB
 from tests.binaries import needs_built_binaries
+from tests.live_server import live_server  # noqa: F401 (the fixture, pytest-django's improved)
 
 TEST_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/allot"
 

@@ -40,7 +40,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -61,7 +61,8 @@ logger = logging.getLogger(__name__)
 RESERVATION_GRACE_S = 30.0  # a reservation unused this long is deleted
 SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being set up
 HELD_RETRY_S = 1.0  # a start whose device a going pod still holds is tried again this often
-VACATE_WAIT_S = 1.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
+VACATE_WAIT_S = 2.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
+VACATE_BATCH_S = 0.02  # after a change of the watch, for more deletions to arrive with it
 
 
 def utc_now() -> datetime:
@@ -362,33 +363,47 @@ class KubernetesAgent:
                 self._failed(exc)
                 raise Unreachable(str(exc)) from exc
         memory = {n.name: n.gpu_memory_bytes for n in self._nodes if n.gpu_memory_bytes}
-        held = self._vacated(stops, starts) if starts else {}
-        self._each(lambda job: self._start_one(job, memory, held), starts)
+        self._start_vacating(set(stops), starts, memory)
 
-    def _vacated(self, stopped: list[JobKey], starts: list[JobSpec]) -> adopt.Holders:
-        """The devices' holders for `starts` (issue 40), once the watch has seen go the pods
-        that the stops just carried out deleted, if they go within `VACATE_WAIT_S`: a victim's
-        pod deleted at once (grace 0) frees its device for the job started in the same cycle,
-        and one still terminating holds it, so that start waits for a later cycle."""
-        stopped_keys = set(stopped)
-        deadline = time.monotonic() + VACATE_WAIT_S
-        while True:
+    def _start_vacating(self, stopped: set[JobKey], starts: list[JobSpec],
+                        memory: dict[str, int]) -> None:  # fmt: skip
+        """Start `starts` in the pass that carried out the stops `stopped` (issues 39, 40): at
+        once those whose devices no pod of `stopped` holds; each of the others as soon as the
+        watch shows its holder gone, within `VACATE_WAIT_S`. A victim's pod deleted at once
+        frees its device for its claimant in the same pass, without waiting for the others
+        (nor for the next cycle); one still terminating at the deadline holds it, so that start
+        fails its device check (never two live pods on one device) and is tried again later."""
+        deadline, begun = time.monotonic() + VACATE_WAIT_S, []
+        while starts:
+            seen = self.watcher.changes
             held = adopt.holders(self.watcher.all())
-            waiting = [found for job in starts
-                       if (found := adopt.holding(job, held)) is not None
-                       and _job_key(found[2]) in stopped_keys]  # fmt: skip
-            if not waiting or time.monotonic() >= deadline:
-                return held
-            time.sleep(0.02)
+            late = time.monotonic() >= deadline or self._backing_off()
+            waits = [not late and _vacating(job, held, stopped) for job in starts]
+            ready = [job for job, wait in zip(starts, waits, strict=True) if not wait]
+            begun += self._submit(lambda job, held=held: self._start_one(job, memory, held), ready)
+            starts = [job for job, wait in zip(starts, waits, strict=True) if wait]
+            if starts:
+                self.watcher.wait_change(seen, deadline - time.monotonic())
+                time.sleep(VACATE_BATCH_S)
+        _settle(begun)
 
     def _each(self, carry: Callable, items: list) -> None:
         """`carry` each item, `config.concurrency` at a time; once the API server cannot be
         reached the items not begun are left owed, and Unreachable (or a BaseException) is
         raised when every item begun is done."""
-        if len(items) <= 1 or self.config.concurrency <= 1:
+        if len(items) <= 1:
             for item in items:
                 carry(item)
             return
+        _settle(self._submit(carry, items))
+
+    def _submit(self, carry: Callable, items: list) -> list[Future]:
+        """Begin to `carry` each item on the pool (`_each`); in this thread, one after another,
+        when the concurrency is 1."""
+        if self.config.concurrency <= 1:
+            for item in items:
+                carry(item)
+            return []
 
         def one(item) -> None:
             if not self._backing_off():
@@ -396,10 +411,7 @@ class KubernetesAgent:
 
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.config.concurrency, "allot-k8s-carry")
-        futures = [self._pool.submit(one, item) for item in items]
-        raised = [exc for exc in (future.exception() for future in futures) if exc is not None]
-        if raised:
-            raise raised[0]
+        return [self._pool.submit(one, item) for item in items]
 
     def _stop_one(self, key: JobKey) -> None:
         with self._lock:
@@ -782,6 +794,19 @@ def _grouped(
                 continue
         grouped.setdefault(key, []).append(pod)
     return grouped
+
+
+def _settle(futures: list[Future]) -> None:
+    """Wait for every future; then raise the first failure (Unreachable, a BaseException)."""
+    raised = [exc for exc in (future.exception() for future in futures) if exc is not None]
+    if raised:
+        raise raised[0]
+
+
+def _vacating(job: JobSpec, held: adopt.Holders, stopped: set[JobKey]) -> bool:
+    """Whether a pod of one of the jobs just stopped holds a device of `job`'s placement."""
+    found = adopt.holding(job, held)
+    return found is not None and _job_key(found[2]) in stopped
 
 
 def _job_key(pod: dict) -> JobKey | None:

@@ -43,15 +43,25 @@ NOT_FOUND = 404
 SETUP_RETRIES_S = (0.1, 0.2, 0.4)  # waits before the quick retries of a pod in a new namespace
 
 
-def _create(call, *args) -> bool:
+def _create(call, *args, **options) -> bool:
     """Call a create method; True when it created, False when the object was there already."""
     try:
-        call(*args)
+        _drain(call(*args, **options))
         return True
     except ApiException as exc:
         if exc.status == ALREADY_EXISTS:
             return False
         raise
+
+
+def _drain(answer) -> None:
+    """Read and release a raw answer (`_preload_content=False`), so that its connection goes
+    back to the pool. The pod a create or delete answers with is not needed: the client's
+    model of it (every timestamp parsed) cost a few milliseconds of the worker's CPU per
+    start and stop, a share of the carry-out in `make bench-k8s` (issue 39)."""
+    if hasattr(answer, "release_conn"):
+        answer.read()
+        answer.release_conn()
 
 
 def ensure_namespace(core: client.CoreV1Api, name: str, body: dict) -> None:
@@ -124,7 +134,7 @@ def create_pod(core: client.CoreV1Api, namespace: str, pod: dict,
 
 
 def _create_pod_once(core: client.CoreV1Api, namespace: str, pod: dict) -> bool:
-    if _create(core.create_namespaced_pod, namespace, pod):
+    if _create(core.create_namespaced_pod, namespace, pod, _preload_content=False):
         return True
     return _unbound(core, namespace, pod)
 
@@ -242,7 +252,11 @@ def reserve(core: client.CoreV1Api, node: str, device: int,
 def delete_pod(core: client.CoreV1Api, namespace: str, name: str, grace_period_s: int) -> None:
     """Delete one pod; a pod already gone is fine."""
     try:
-        core.delete_namespaced_pod(name, namespace, grace_period_seconds=grace_period_s)
+        _drain(
+            core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=grace_period_s, _preload_content=False
+            )
+        )
     except ApiException as exc:
         if exc.status != NOT_FOUND:
             raise
@@ -342,9 +356,9 @@ def delete_labelled(collection, listing, one, namespace: str, labels: str, **opt
 
 
 def delete_one(one, namespace: str, name: str, **options) -> None:
-    """Delete one object by name; one already gone is fine."""
+    """Delete one object by name (its answer not decoded); one already gone is fine."""
     try:
-        one(name, namespace, **options)
+        _drain(one(name, namespace, _preload_content=False, **options))
     except ApiException as exc:
         if exc.status != NOT_FOUND:
             raise

@@ -56,6 +56,8 @@ class PodWatcher:
         self.error = ""  # why the last attempt failed ("" while watching)
         self.synced = threading.Event()  # set after the first successful list
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified at each change of the cache
+        self.changes = 0  # how many times the cache changed: `wait_change` waits for the next
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._watch: watch.Watch | None = None
@@ -123,6 +125,7 @@ class PodWatcher:
             self.pods = {_key(pod): pod for pod in body.get("items") or () if kept(pod)}
             self.resource_version = body["metadata"].get("resourceVersion", "")
             self.relists += 1
+            self._changed_now()
         self.error = ""
         self.synced.set()
 
@@ -148,8 +151,21 @@ class PodWatcher:
                 version = pod.get("metadata", {}).get("resourceVersion")
                 if version:
                     self.resource_version = version
+                self._changed_now()
             if self._stop.is_set():
                 break
+
+    def _changed_now(self) -> None:  # with the lock held
+        self.changes += 1
+        self._changed.notify_all()
+
+    def wait_change(self, seen: int, timeout_s: float) -> int:
+        """Wait until the cache changed since it counted `seen` changes, at most `timeout_s`;
+        the count now. A carry-out waiting for a deleted pod to go wakes at the event that
+        shows it, instead of polling the cache (which a busy watch keeps long to copy)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.changes != seen, max(timeout_s, 0.0))
+            return self.changes
 
     def _pods(self, **kwargs):  # no docstring, so no return type: events stay JSON
         return self.core.list_pod_for_all_namespaces(**kwargs)

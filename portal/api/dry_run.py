@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from django.utils import timezone
-
 from portal import access
+from portal.core import clock
 from portal.core.errors import conflict
 from portal.jobs.models import Job, JobType
 from portal.scheduling import snapshot
@@ -77,7 +76,7 @@ def preview(user, fields: dict) -> Preview:
     if Job.objects.filter(project=project, name=fields["name"]).exists():
         raise conflict("name", f"a job named {fields['name']!r} already exists in {project.name}")
     policy = current_policy()
-    now = timezone.now()
+    now = clock.now()
     state = snapshot.load(now)
     view = state.snapshot(now.timestamp(), service=bool(policy.service_bands))
     job = QueuedJob(

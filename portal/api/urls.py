@@ -5,6 +5,7 @@ from django.urls import path
 from portal.api.views.accounting import Accounting
 from portal.api.views.audit import AuditList
 from portal.api.views.budgets import BudgetDetail, BudgetList
+from portal.api.views.clock import SchedulerClock
 from portal.api.views.cluster import NodeDetail, NodeList, PoolTopologyDetail, PoolTopologyList
 from portal.api.views.jobs import (
     AnalyticsAllocation,
@@ -115,4 +116,5 @@ urlpatterns = [
     path("overview/", Overview.as_view(), name="overview"),
     path("audit/", AuditList.as_view(), name="audit-list"),
     path("scheduler/cycles/", SchedulerCycles.as_view(), name="scheduler-cycles"),
+    path("scheduler/clock/", SchedulerClock.as_view(), name="scheduler-clock"),
 ]

@@ -11,9 +11,9 @@ from datetime import datetime
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.http import Http404
-from django.utils import timezone
 
 from portal.audit import services as audit
+from portal.core import clock
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
@@ -26,7 +26,7 @@ from scheduler.quantity import cores_text, memory_text
 def new_event(job: Job, kind: str, message: str, time: datetime | None = None) -> JobEvent:
     """An unsaved event of `job` (for bulk_create); `time` defaults to now."""
     return JobEvent(
-        time=time or timezone.now(),
+        time=time or clock.now(),
         job=job,
         project_id=job.project_id,
         job_name=job.name,
@@ -191,7 +191,7 @@ def stop_job(job: Job, user=None) -> Job:
                 f"job {locked.project.name}/{locked.name} is "
                 f"{locked.status}; only a pending or running job is stopped",
             )
-        now, was, held = timezone.now(), locked.status, locked.allocated_gpus
+        now, was, held = clock.now(), locked.status, locked.allocated_gpus
         if locked.holds_gpus and locked.started_at is not None:  # the run's GPU-time stays (L1)
             locked.held_gpu_s += held * max(0.0, (now - locked.started_at).total_seconds())
         locked.status, locked.placement, locked.finished_at = Status.STOPPED, [], now
@@ -224,7 +224,7 @@ def resume_job(job: Job, user=None) -> Job:
             raise conflict("status", f"job {locked.project.name}/{locked.name} is "
                            f"{locked.status}; only a Stopped job is resumed")  # fmt: skip
         refuse_over_pending_caps(locked.user, {locked.project: 1})  # it waits again: counted
-        now = timezone.now()
+        now = clock.now()
         for name, value in RESUMED.items():
             setattr(locked, name, value)
         locked.queued_at = now
@@ -267,7 +267,7 @@ def delete_job(job: Job, user=None, who: str | None = None) -> None:
         audit.record("job.deleted", locked, changes={"status": [locked.status, None]})
         # its runs stay for the GPU-hour accounting: one going on ends now; the logs go
         JobRun.objects.filter(job=locked, ended_at__isnull=True).update(
-            ended_at=timezone.now(), end=RunEnd.STOPPED, ended_by=who[:200],
+            ended_at=clock.now(), end=RunEnd.STOPPED, ended_by=who[:200],
             reason="the job was deleted",
         )  # fmt: skip
         JobRun.objects.filter(job=locked).update(logs="")

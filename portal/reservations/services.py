@@ -99,6 +99,7 @@ def check_capacity(candidate: Reservation, label=lambda booking: booking.name) -
     of its pool than it has at some moment of any of its occurrences (R22.1). `label` names
     another booking in the reason (a user who may not see it reads "another booking")."""
     others = Reservation.objects.select_related("project").exclude(pk=candidate.pk)
+    others = others.order_by("id")  # a refusal names the others in the order they were booked
     first = candidate.start
     last = candidate.repeat_until if candidate.weekly else candidate.end
     last = last or first + timedelta(weeks=52)  # a weekly booking for ever: its first year

@@ -21,7 +21,7 @@ from agents.demo_durations import demo_duration_s
 from agents.processes import LocalProcesses
 from agents.sessions import LocalSessions, session_path
 from agents.simulated import SimulatedAgent
-from portal.core import trigger
+from portal.core import clock, trigger
 from portal.core.origins import session_key
 from portal.jobs import placement
 
@@ -68,8 +68,9 @@ def _build_agent(kind: str) -> Agent:
             if settings.ALLOT_SIM_PROCESSES
             else None
         )
+        # its pods start and run on the portal's clock: the replay clock when it is on
         return SimulatedAgent(start_delay_s=settings.ALLOT_SIM_START_DELAY_S, sessions=sessions,
-                              on_session_ready=trigger.request_cycle,
+                              on_session_ready=trigger.request_cycle, clock=clock.now,
                               processes=processes)  # fmt: skip
     if kind == "kubernetes":
         return _kubernetes_agent()

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.utils import timezone
 
+from portal.core import clock as portal_clock
 from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
@@ -91,7 +91,7 @@ def burst_names(rows) -> dict[tuple[str, str], str]:
 def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     """Predict and write every pending and running job's run time and every pending job's ETA;
     the number of rows written."""
-    now = now or timezone.now()
+    now = now or portal_clock.now()
     state = snapshot.load()
     clock = now.timestamp()
     jobs, predicted, ends = predicted_jobs(state, clock)

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db.models import F, Sum
-from django.utils import timezone
 
+from portal.core import clock
 from portal.jobs.models import ACTIVE, Job, JobRun
 from portal.jobs.usage import hours, units_between
 from portal.scheduling import snapshot
@@ -88,7 +88,7 @@ def fair_shares(view: Snapshot, requests: list[CoreJob], usage: dict) -> dict[st
 
 def explain(project: str, now: datetime | None = None) -> FairShareOverTime:
     """What the project's usage over the window did to its fair share, in figures and words."""
-    now = now or timezone.now()
+    now = now or clock.now()
     usage = params()
     view, requests = _cluster()
     everyone, plain, decayed = {}, 0.0, 0.0  # plain in GPU-hours, decayed in GPU-seconds

@@ -19,8 +19,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.utils import timezone
 
+from portal.core import clock
 from portal.jobs.models import JobRun
 from portal.jobs.usage import Span, spans
 from scheduler import Node, Project
@@ -99,7 +99,7 @@ def usage_for(
     usage = params()
     if not usage.on:
         return {}
-    now = now or timezone.now()
+    now = now or clock.now()
     used = decayed_gpu_s(now, usage) if fresh else cached_gpu_s(now, usage)
     normalised = normalise(used, capacity(nodes), usage)
     return with_departments(normalised, {p.name: p.department for p in projects})

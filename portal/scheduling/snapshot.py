@@ -13,14 +13,13 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from django.utils import timezone
-
 from portal.budgets import services as budget_services
 from portal.budgets.models import Budget
 from portal.budgets.usage import BudgetState, measure_all
 from portal.cluster.devices import outside_devices
 from portal.cluster.models import Node as NodeRow
 from portal.cluster.models import PoolTopology
+from portal.core import clock
 from portal.jobs import placement
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import HOLDING, Status
@@ -269,7 +268,10 @@ def load_jobs(project_names: dict[int, str]) -> tuple[tuple[Job, ...], dict[JobK
         job = Job(
             project, row.name, float(row.gpus), row.pods, row.type, row.priority, order=row.id,
             placement=pods, user=row.user__username or "", image=row.image,
-            started=started, expected_s=row.expected_s, backfilled=row.backfilled,
+            started=started, backfilled=row.backfilled,
+            # until the predictor has written its first prediction (which the estimate caps),
+            # the submitter's own estimate is the run time backfill and reservations count on
+            expected_s=row.expected_s if row.expected_s is not None else row.estimate_s,
             expected_end=row.expected_end if started is not None else None,
             attained_gpu_s=row.held_gpu_s, cpu_millis=row.cpu_millis, memory_bytes=row.memory_bytes,
             gpu_memory_bytes=row.gpu_memory_bytes,
@@ -302,7 +304,7 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
     jobs, rows = load_jobs({info.id: name for name, info in infos.items()})
     nodes = clear_of(nodes, jobs)
     if budgets is None:
-        budgets = measure_all(Budget.objects.all(), at or timezone.now())
+        budgets = measure_all(Budget.objects.all(), at or clock.now())
     jobs = budget_services.with_verdicts(jobs, projects, budgets)  # R20.2-R20.4
     return CycleRows(
         nodes=nodes,
@@ -314,5 +316,5 @@ def load(at: datetime | None = None, budgets: list[BudgetState] | None = None) -
         usage=past_usage.usage_for(nodes, projects, at),
         budgets=tuple(budgets),
         topology=load_topology(),
-        reservations=reservation_services.in_view(at or timezone.now()),  # R22
+        reservations=reservation_services.in_view(at or clock.now()),  # R22
     )

@@ -19,6 +19,7 @@ from django.utils import timezone
 from portal.audit import services as audit
 from portal.core.errors import conflict
 from portal.core.trigger import request_cycle_on_commit
+from portal.tenancy import token_cache
 from portal.tenancy.models import (
     TOKEN_PREFIX_LEN,
     ApiToken,
@@ -230,6 +231,7 @@ def revoke_token(token: ApiToken, by: AbstractBaseUser) -> bool:
     gets 401 from then on. False when it was revoked already (by someone else meanwhile)."""
     reason = "revoked by its owner" if by.pk == token.user_id else f"revoked by {by}"
     now = timezone.now()
+    token_cache.changed()  # first: with the cache away, a 503 and nothing revoked unseen
     done = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
         revoked_at=now, revoked_reason=reason
     )
@@ -242,6 +244,7 @@ def revoke_token(token: ApiToken, by: AbstractBaseUser) -> bool:
 def revoke_all_tokens(user: AbstractBaseUser, reason: str) -> int:
     """Revoke every live token of `user` (a password change); how many were live."""
     live = ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+    token_cache.changed()  # first: with the cache away, a 503 and nothing revoked unseen
     revoked = live.update(revoked_at=timezone.now(), revoked_reason=reason)
     if revoked:
         audit.record("token.revoked", user, note=f"all {revoked} live token(s): {reason}")
@@ -250,8 +253,16 @@ def revoke_all_tokens(user: AbstractBaseUser, reason: str) -> int:
 
 def use_token(key: str) -> ApiToken:
     """The live token whose key is `key`, its user loaded; TokenRejected says why not. Notes
-    the use, at most once a minute per token, so a busy client costs no write per request."""
-    token = ApiToken.objects.select_related("user").filter(digest=token_digest(key)).first()
+    the use, at most once a minute per token, so a busy client costs no write per request.
+    The row is read once per process and kept until a token or user changes anywhere
+    (`portal.tenancy.token_cache`): a revoked token is refused from the next request on."""
+    digest = token_digest(key)
+    generation = token_cache.generation()  # before the row: see portal.tenancy.token_cache
+    token = token_cache.kept(digest, generation)
+    if token is None:
+        token = ApiToken.objects.select_related("user").filter(digest=digest).first()
+        if token is not None:
+            token_cache.keep(digest, generation, token)
     now = timezone.now()
     if token is None:
         raise TokenRejected("Invalid token.")
@@ -264,6 +275,7 @@ def use_token(key: str) -> ApiToken:
     if token.last_used is None or now - token.last_used >= LAST_USED_EVERY:
         ApiToken.objects.filter(pk=token.pk).update(last_used=now)
         token.last_used = now
+        token_cache.keep(digest, generation, token)
     return token
 
 

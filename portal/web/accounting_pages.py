@@ -12,9 +12,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils import timezone
 
 from portal import access
+from portal.core import clock
 from portal.dashboards import accounting
 from portal.web.colours import project_colours
 
@@ -27,7 +27,7 @@ NONE = {"project": "-", "department": "(no department)", "user": "(no user)"}
 def accounting_page(request: HttpRequest) -> HttpResponse:
     """GPU-hours allocated, used and over quota per group, with a chart and the totals; core-hours
     and memory GiB-hours beside them when runs held CPU or memory (issue 26)."""
-    report, errors = accounting.for_user(request.user, request.GET, timezone.now())
+    report, errors = accounting.for_user(request.user, request.GET, clock.now())
     chosen = {name: request.GET.get(name, "").strip() for name in FIELDS}
     query = urlencode({name: value for name, value in chosen.items() if value})
     data = report.as_dict() if report else None

@@ -14,7 +14,6 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from portal import access
@@ -22,6 +21,7 @@ from portal.api.serializers.budgets import BudgetSerializer
 from portal.budgets import services
 from portal.budgets.models import Budget, Kind, Over, Window
 from portal.budgets.usage import measure
+from portal.core import clock
 from portal.tenancy.models import Department, Project
 from portal.web.forms import CHOICE, INTEGER, NUMBER, TEXT, field_errors, form_input
 
@@ -40,7 +40,7 @@ def visible(user) -> QuerySet[Budget]:
 
 def rows(budgets: QuerySet[Budget]) -> list[tuple[Budget, object]]:
     """(budget, its state now) for a page's table."""
-    now = timezone.now()
+    now = clock.now()
     return [(budget, measure(budget, now)) for budget in budgets]
 
 

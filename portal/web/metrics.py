@@ -24,7 +24,6 @@ from time import perf_counter
 from django.conf import settings
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
-from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -34,6 +33,7 @@ from prometheus_client.core import (
 
 from portal.budgets.models import Budget
 from portal.budgets.usage import measure_all
+from portal.core import clock
 from portal.dashboards.overview import build_full_overview
 from portal.jobs.models import JobEvent
 from portal.scheduling import cycle_metrics
@@ -223,7 +223,7 @@ class BudgetCollector:
     )  # fmt: skip
 
     def collect(self):
-        now = timezone.now()
+        now = clock.now()  # the portal's clock: the replay clock on a scratch portal
         states = measure_all(Budget.objects.all(), now)
         for name, text, attribute, scale in self.GAUGES:
             family = GaugeMetricFamily(name, text, labels=["budget", "scope"])

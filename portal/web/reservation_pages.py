@@ -30,6 +30,7 @@ from portal.api.serializers.reservations import ReservationSerializer
 from portal.api.serializers.whatif import WhatIfSerializer
 from portal.api.views.reservations import check, fits, write
 from portal.cluster.models import Node
+from portal.core import clock
 from portal.reservations.models import Reservation
 from portal.reservations.services import HORIZON, core_reservations, occurrences
 from portal.scheduling import whatif
@@ -192,7 +193,7 @@ def reservation_preview(request: HttpRequest) -> JsonResponse:
         fits(request.user, candidate)
     except APIException as exc:
         return JsonResponse({"errors": _worded(field_errors(exc))}, status=400)
-    now = timezone.now()  # the slots a cycle would see (a later one holds back long work now)
+    now = clock.now()  # the slots a cycle would see (a later one holds back long work now)
     changes = [AddReservation(r) for r in core_reservations([candidate], now, now + HORIZON)]
     try:
         result = whatif.preview(changes, PREVIEW_HOURS, now)

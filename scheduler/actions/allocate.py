@@ -23,9 +23,20 @@ def allocate(session: Session) -> None:
     reason kept for the user — or, with backfill, reserved (B1) and later starts checked against
     the reservation (B2, B3); an overrunning backfilled job may give way to it (B4). A start on
     booked capacity must leave room for the booking (R22.2, R22.5)."""
-    queue = JobQueues(session.queues, session.pending(), session.total)
+    pending = session.pending()
     backfill = Backfill(session) if session.policy.backfill else None
     bookings = Bookings(session) if session.bookings else None
+    # Without backfill and bookings allocate only places: the cluster gets no emptier within
+    # it, so a job of a shape that failed fails again (`failed`), and once no device has room
+    # left no job asking for GPUs can start, whatever its turn (`_refuse_all`). A full cluster
+    # with a long queue otherwise tried every job in order and in full every cycle.
+    plain = backfill is None and bookings is None
+    failed: set[tuple] = set()
+    gpus_only = plain and all(job.whole or job.shared for job in pending)
+    if gpus_only and no_gpu_room(session):
+        _refuse_all(session, pending)
+        return
+    queue = JobQueues(session.queues, pending, session.total)
     while (job := queue.pop()) is not None:
         blocked = session.capacity_block(job)
         if blocked:
@@ -33,15 +44,16 @@ def allocate(session: Session) -> None:
             session.hard_blocked.add(job.key)
             continue
         checkpoint = session.state.checkpoint()
-        placement = place_job(session.state, job, session.policy)
+        shape = placement_shape(job) if plain else None
+        if shape is not None and shape in failed:
+            placement = None
+        else:
+            placement = place_job(session.state, job, session.policy)
+            if placement is None and shape is not None:
+                failed.add(shape)
         if placement is None:
-            never = unplaceable(session, job)
-            if never:  # no later action can help it; its reason stays (Session.explain)
-                session.reasons[job.key] = never
-                session.hard_blocked.add(job.key)
-                continue
             if backfill is None or not backfill.blocked(job):
-                session.reasons[job.key] = no_fit_reason(session, job)
+                _refuse(session, job)
             elif len(backfill.reservations) == 1 and not backfill.reordered:
                 queue.reorder(shortest_first)  # B6: behind the first reservation
                 backfill.reordered = True
@@ -63,6 +75,52 @@ def allocate(session: Session) -> None:
             + topology.landed_note(session.state, job, placement),
             placement,
         )
+        if gpus_only and no_gpu_room(session):
+            _refuse_all(session, queue.drain())
+            return
+
+
+def _refuse(session: Session, job: Job) -> None:
+    """The reason a job that found no room keeps: why no node could ever hold it (no later
+    action can help it; the reason stays, Session.explain), else why none can now."""
+    never = unplaceable(session, job)
+    if never:
+        session.reasons[job.key] = never
+        session.hard_blocked.add(job.key)
+    else:
+        session.reasons[job.key] = no_fit_reason(session, job)
+
+
+def _refuse_all(session: Session, jobs: list[Job]) -> None:
+    """Each job's reason when nothing can start any more: what allocate's turn would have said
+    (the state no longer changes, so the order they are told in does not matter)."""
+    for job in jobs:
+        blocked = session.capacity_block(job)
+        if blocked:
+            session.reasons[job.key] = blocked
+            session.hard_blocked.add(job.key)
+        else:
+            _refuse(session, job)
+
+
+def no_gpu_room(session: Session) -> bool:
+    """True when no eligible device has room for any GPU request: none idle or releasing (the
+    pools' buckets above 0 and their touched nodes, which hold releasing devices) and none
+    shared with room left."""
+    return not any(
+        index.touched or index.shared or any(index.buckets[1:])
+        for index in session.state.pools.values()
+    )
+
+
+def placement_shape(job: Job) -> tuple | None:
+    """What `place_job` reads of a job (its pods' GPUs, GPU memory, CPU and memory, and its
+    project's node pools), or None for a job with a topology constraint (its domains are
+    chosen by its labels and levels: never taken for another's)."""
+    if job.topology_required or job.topology_preferred:
+        return None
+    return (job.project, job.pods, job.gpus, job.gpu_memory_bytes, job.cpu_millis,
+            job.memory_bytes)  # fmt: skip
 
 
 def shortest_first(job: Job) -> tuple:

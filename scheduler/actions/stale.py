@@ -11,9 +11,13 @@ def evict_stale_gangs(session: Session, now: float) -> None:
     grace = session.policy.staleness_grace_s
     if grace < 0:
         return
-    for job in session.running_untouched():
+    # Only a degraded gang can be stale: look at those, not at every running job (in the
+    # session's order, as `running_untouched` gives them).
+    for job in [j for j in session.jobs if j.degraded_since is not None]:
+        if not session.alive(job):
+            continue
         placed = len(session.state.placement.get(job.key, ()))
-        if placed >= job.pods or job.degraded_since is None:
+        if placed >= job.pods:
             continue
         stale_for = now - job.degraded_since
         if stale_for <= grace:

@@ -4,12 +4,13 @@ counted from the runs at the time of the request (R20.1, R20.6)."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.budgets.models import Budget, Kind, Over, Window
 from portal.budgets.usage import measure
+from portal.core import clock
 from portal.tenancy.models import Department, Membership, Project
 
 MAX_THRESHOLDS = 10
@@ -37,7 +38,7 @@ class BudgetUsageSerializer(serializers.Serializer):
     )
 
     def to_representation(self, budget: Budget) -> dict:
-        state = measure(budget, self.context.get("now") or timezone.now())
+        state = measure(budget, self.context.get("now") or clock.now())
         return super().to_representation({
             "window_start": state.start, "window_end": state.end,
             "used_gpu_hours": state.used_gpu_hours, "used_core_hours": state.used_core_hours,
@@ -46,6 +47,14 @@ class BudgetUsageSerializer(serializers.Serializer):
             "burn_rate_gpu_hours_per_hour": state.rate_gpu_hours_per_hour,
             "runs_out_at": state.runs_out_at,
         })  # fmt: skip
+
+
+class BudgetNoticeSerializer(serializers.Serializer):
+    """A threshold announced in a window (R20.5), read only."""
+
+    threshold = serializers.IntegerField(read_only=True)
+    window_start = serializers.DateTimeField(read_only=True)
+    sent_at = serializers.DateTimeField(read_only=True)
 
 
 class BudgetSerializer(StrictModelSerializer):
@@ -71,13 +80,21 @@ class BudgetSerializer(StrictModelSerializer):
         max_length=MAX_THRESHOLDS, help_text="percent of the budget that notify, default [80, 100]",
     )  # fmt: skip
     usage = BudgetUsageSerializer(source="*", read_only=True)
+    notices = serializers.SerializerMethodField(
+        help_text="the thresholds announced, in the order they were (R20.5)"
+    )
 
     class Meta:
         model = Budget
         fields = ["id", "name", "project", "department", "user", "gpu_hours", "core_hours",
                   "window", "term_start", "term_end", "rolling_days", "kind", "over",
-                  "thresholds", "created_at", "usage"]  # fmt: skip
+                  "thresholds", "created_at", "usage", "notices"]  # fmt: skip
         read_only_fields = ["id", "created_at"]
+
+    @extend_schema_field(BudgetNoticeSerializer(many=True))
+    def get_notices(self, budget: Budget) -> list[dict]:
+        rows = budget.notices.order_by("sent_at", "id")
+        return BudgetNoticeSerializer(rows, many=True).data
 
     def validate_thresholds(self, thresholds: list[int]) -> list[int]:
         if len(set(thresholds)) != len(thresholds):

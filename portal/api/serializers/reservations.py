@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.utils import timezone
 from rest_framework import serializers
 
 from portal import access
 from portal.api.fields import StrictModelSerializer, StrictSlugRelatedField
 from portal.api.serializers.quantities import MibField, QuantityField
+from portal.core import clock
 from portal.reservations.models import Reservation
 from portal.reservations.services import occurrences
 from portal.tenancy.models import Project
@@ -63,7 +63,7 @@ class ReservationSerializer(StrictModelSerializer):
             self.fields["project"].queryset = access.projects_for(request.user)
 
     def get_next_occurrences(self, booking: Reservation) -> list[dict]:
-        now = self.context.get("now") or timezone.now()
+        now = self.context.get("now") or clock.now()
         slots = occurrences(booking, now, now + timedelta(weeks=NEXT_WEEKS))
         return OccurrenceSerializer([{"start": s, "end": e} for s, e in slots], many=True).data
 

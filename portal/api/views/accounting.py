@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 
 from django.core.handlers.asgi import ASGIRequest
 from django.http import StreamingHttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound, ValidationError
@@ -24,7 +23,7 @@ from rest_framework.views import APIView
 from portal.api.fields import DATE_OR_TIME, refuse_empty
 from portal.api.serializers.accounting import AccountingSerializer
 from portal.api.views.jobs import CSVRenderer
-from portal.core import csvcells
+from portal.core import clock, csvcells
 from portal.dashboards import accounting
 from portal.dashboards.accounting import Report
 
@@ -72,7 +71,7 @@ def report_for(user, params) -> Report:
     the user may not see (or that does not exist) a 404 naming it."""
     refuse_empty(params, ("since", "until"), "a date or a date and time")
     refuse_empty(params, ("group_by", "period"), "one of the values the schema lists")
-    report, errors = accounting.for_user(user, params, timezone.now())
+    report, errors = accounting.for_user(user, params, clock.now())
     if set(errors) == {"project"}:  # well formed, but no project this user may see
         raise NotFound(errors)
     if errors:

@@ -4,13 +4,13 @@ cluster admins book anything and a project's admins book for it within a policy
 
 from __future__ import annotations
 
-from django.utils import timezone
 from rest_framework import generics, serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 
 from portal import access
 from portal.api.serializers.reservations import ReservationSerializer
+from portal.core import clock
 from portal.reservations import services
 from portal.reservations.models import Reservation
 
@@ -24,7 +24,7 @@ def check(user, serializer, booking: Reservation | None) -> None:
     project = merged["project"]  # one the asker may see (the serializer's queryset)
     refused = access.booking_refusal(
         user, project, merged["gpus"], merged["start"], merged["end"],
-        bool(merged.get("weekly")), timezone.now(),
+        bool(merged.get("weekly")), clock.now(),
     )  # fmt: skip
     if refused and refused[0] == "project":
         raise PermissionDenied(refused[1])

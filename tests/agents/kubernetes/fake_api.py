@@ -90,6 +90,7 @@ class FakeKubernetes:
         self.execs: list[tuple[str, str, list[str]]] = []  # (namespace, pod, command)
         self.resizes: list[dict] = []
         self.deleted: list[tuple[str, str]] = []  # pods deleted, in order
+        self.terminating: set[str] = set()  # pod names a delete only marks (`finish_deleting`)
         self.rv = 1
         self.history: list[tuple[int, str, dict]] = []  # (resourceVersion, event type, pod)
         self.compacted_to = 0  # watches from a resourceVersion below this get 410 Gone
@@ -461,6 +462,10 @@ class FakeKubernetes:
             selector = query.get("labelSelector", [""])[0]
             keys = [k for k, o in store.items() if k[0] == namespace and _matches(o, selector)]
         for key in keys:
+            if kind == "pods" and key[1] in self.terminating:  # its kubelet has yet to end it
+                store[key]["metadata"]["deletionTimestamp"] = "2026-11-01T00:00:00Z"
+                self._event("MODIFIED", store[key])
+                continue
             obj = store.pop(key)
             if kind == "pods":
                 self.deleted.append(key)
@@ -470,6 +475,14 @@ class FakeKubernetes:
         return 200, self.listing("List", [])
 
     # ------------------------------------------------------------------ the kubelet and faults
+    def finish_deleting(self, namespace: str, name: str) -> None:
+        """The kubelet ends a pod a delete marked terminating (`terminating`): it goes."""
+        with self.cond:
+            self.terminating.discard(name)
+            obj = self.pods.pop((namespace, name))
+            self.deleted.append((namespace, name))
+            self._event("DELETED", obj)
+
     @staticmethod
     def _set_status(pod: dict, phase: str, *, running: bool = False, waiting: str = "",
                     terminated: str = "", exit_code: int = 0, restarts: int = 0,

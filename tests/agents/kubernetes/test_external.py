@@ -5,6 +5,8 @@ reads them, the pods the watch keeps, and the device check of issue 40 on the fa
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import pytest
 from kubernetes import client
@@ -12,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from agents.base import JobSpec, PodSpec
 from agents.kubernetes import adopt, external
+from agents.kubernetes import agent as agent_module
 from agents.kubernetes.watch import kept
 from tests.agents.kubernetes.test_agent import NOW, NS, job, observed
 
@@ -205,6 +208,40 @@ def test_a_start_waiting_for_a_held_device_is_tried_every_second_not_after_doubl
         clock.now += 1.0
         agent.observe()  # the owed start is tried again, and refused again
     assert (NS, "second-0") not in cluster.pods
+
+
+def test_a_claimant_starts_once_its_victim_goes_and_other_starts_wait_for_no_victim(
+    agent, cluster, monkeypatch
+):
+    """Issue 39: in the pass that deletes a victim's pod, a start on a free device is not held
+    up by the victim still terminating, and the claimant of its device is bound as soon as the
+    watch shows it gone (before, every start waited for every victim of the pass)."""
+    monkeypatch.setattr(agent_module, "VACATE_WAIT_S", 60.0)
+    agent.start(job("victim"))
+    observed(agent, cluster, ("team-a", "victim"))
+    cluster.terminating.add("victim-0")
+    starts = [job("claimant"), job("free", devices=(1,))]  # the victim's device; another
+    carrying = threading.Thread(target=agent.carry_out, args=([("team-a", "victim")], starts))
+    carrying.start()
+    try:
+        assert _within(10, lambda: (NS, "free-0") in cluster.pods), "the free start waited"
+        assert (NS, "victim-0") in cluster.pods  # terminating: it holds device 0
+        assert (NS, "claimant-0") not in cluster.pods  # never two live pods on one device
+    finally:
+        cluster.finish_deleting(NS, "victim-0")
+    carrying.join(timeout=30)
+    assert not carrying.is_alive(), "the claimant waited for the deadline, not for the victim"
+    assert (NS, "claimant-0") in cluster.pods
+
+
+def _within(timeout_s: float, check) -> bool:
+    """Whether `check()` comes true within `timeout_s` (polled)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def test_fractions_of_one_device_may_share_it():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
+from kubernetes import client
 from urllib3.exceptions import MaxRetryError
 
 from agents.kubernetes.inventory import KubernetesConfig, api_client, inventory
@@ -37,6 +38,25 @@ def test_gpu_nodes_with_model_memory_pool_readiness_and_cordon(cluster):
     assert found["dgx1-2"].schedulable is False
     assert (found["a100-1"].ready, found["a100-1"].pool, found["a100-1"].gpu_memory_bytes) == (
         False, "default", None)  # fmt: skip
+
+
+def test_the_nodes_are_read_from_the_apis_json_not_built_into_the_clients_models(
+    cluster, monkeypatch
+):
+    """Issue 39: the observe stage reads the nodes every `node_refresh_s`; the client's models
+    of them (every timestamp parsed) cost twenty times the CPU of their JSON."""
+    cluster.nodes = [node("dgx1-1", 8), node("dgx1-2", 8, ready=False)]
+    built = []
+    decode = client.ApiClient.deserialize
+    monkeypatch.setattr(
+        client.ApiClient,
+        "deserialize",
+        lambda self, answer, kind: built.append(kind) or decode(self, answer, kind),
+    )
+    config = KubernetesConfig(host=cluster.url)
+    found = inventory(api_client(config), config)
+    assert [(n.name, n.gpus, n.ready) for n in found] == [("dgx1-1", 8, True), ("dgx1-2", 8, False)]
+    assert built == []
 
 
 def test_an_unreachable_api_server_raises_instead_of_inventing_nodes():

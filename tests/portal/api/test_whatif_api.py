@@ -14,6 +14,7 @@ from django.utils import timezone
 from portal.cluster.models import Node
 from portal.jobs.models import Job, Status
 from portal.tenancy.models import Project
+from scheduler.whatif import NodeChange, ProjectChange
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/what-if/"
@@ -128,3 +129,52 @@ def test_the_schema_documents_the_what_if(api, member):
     assert {"projects", "series", "preempted"} <= set(
         schema["components"]["schemas"]["WhatIf"]["properties"]
     )
+
+
+@pytest.fixture
+def forward_runs(monkeypatch):
+    """Counts the what-if's forward runs (a kept one is not a run); starts with nothing kept."""
+    from portal.scheduling import whatif as portal_whatif
+    from scheduler import whatif as core
+
+    monkeypatch.setattr(portal_whatif, "_last", None)
+    core.clear_forecasts()
+    made = []
+    real = core.forecast
+    monkeypatch.setattr(core, "forecast", lambda *args: made.append(args[0].now) or real(*args))
+    yield made
+    core.clear_forecasts()
+
+
+QUOTA = [ProjectChange("team-a", {"quota": 12})]
+DRAIN = [NodeChange("dgx1-1", "drain")]
+
+
+def test_previews_of_two_changes_on_unchanged_rows_run_the_before_once(busy, forward_runs):
+    """An admin trying a quota, then a drain, seconds apart: the second preview runs from the
+    first one's clock and reuses its before; its answer is the one a fresh preview then gives."""
+    from portal.scheduling import whatif as portal_whatif
+    from scheduler import whatif as core
+
+    at = timezone.now()
+    first = portal_whatif.preview(QUOTA, 6, now=at)
+    assert len(forward_runs) == 2
+    second = portal_whatif.preview(DRAIN, 6, now=at + timedelta(seconds=10))
+    assert len(forward_runs) == 3
+    assert second.result.now == first.result.now == at.timestamp()
+    core.clear_forecasts()
+    portal_whatif._last = None
+    assert portal_whatif.preview(DRAIN, 6, now=at).result == second.result
+
+
+def test_a_changed_row_or_an_old_read_is_a_fresh_preview(busy, forward_runs):
+    from portal.scheduling import whatif as portal_whatif
+
+    at = timezone.now()
+    portal_whatif.preview(QUOTA, 6, now=at)
+    Job.objects.filter(name="a-wait").update(estimate_s=7200)
+    later = at + timedelta(seconds=10)
+    assert portal_whatif.preview(DRAIN, 6, now=later).result.now == later.timestamp()
+    assert forward_runs[-2:] == [later.timestamp()] * 2  # both runs made afresh
+    much_later = later + timedelta(seconds=portal_whatif.REUSE_S + 1)
+    assert portal_whatif.preview(DRAIN, 6, now=much_later).result.now == much_later.timestamp()

@@ -4,10 +4,13 @@ restarts at the eviction."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from portal.jobs.models import JobRun, RunEnd, Status
 from portal.jobs.services import resume_job, stop_job
+from portal.scheduling import runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,3 +74,36 @@ def test_a_stop_ends_the_run_and_a_resume_starts_run_2(borrowed, clock, agent):
     borrowed.settle()
     numbers = [(run.number, run.end) for run in runs_of(borrowed, "team-b", "b-big")]
     assert numbers == [(1, RunEnd.STOPPED), (2, "")]
+
+
+class _ClusterLogs:
+    """A real cluster's agent as `keep_logs` sees it: each read waits until `readers` reads
+    are under way at once (a round trip each), then answers with the job's own line."""
+
+    simulated = False
+
+    def __init__(self, readers: int):
+        self.arrived = threading.Barrier(readers, timeout=10)
+
+    def logs(self, job, tail: int = 200) -> list[str]:
+        self.arrived.wait()  # one read after another breaks the barrier at its timeout
+        return [f"the log of {job.project}/{job.name}"]
+
+
+def test_the_logs_of_a_clusters_ended_runs_are_read_at_once_and_each_kept_with_its_run(
+    cluster, clock
+):
+    """Issue 39: a reclaim's victims' logs were read one round trip after another, minutes of
+    the worker's cycle on the lab; they are read concurrently, each stored on its own run."""
+    cluster.node("dgx1-1", 8)
+    cluster.project("team-b", 0)
+    names = ["b-0", "b-1", "b-2"]
+    for name in names:
+        cluster.submit("team-b", name, 1, sim_duration_s=100_000)
+    cluster.settle()
+    for name in names:
+        stop_job(cluster.job("team-b", name))  # the run ends; its logs are still to keep
+    runs.keep_logs(_ClusterLogs(len(names)), [("team-b", name) for name in names])
+    for name in names:
+        (run,) = runs_of(cluster, "team-b", name)
+        assert run.logs == f"the log of team-b/{name}" and run.logs_kept_at is not None
