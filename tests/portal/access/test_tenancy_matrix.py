@@ -150,6 +150,7 @@ PAGES = [
     ("my-workspaces", "get", "/me/workspaces/", None, (200, 200, 200, 200)),
     ("budgets", "get", "/budgets/", None, (200, 200, 200, 200)),
     ("reservations", "get", "/reservations/", None, (200, 200, 200, 200)),
+    ("reservation-preview", "post", "/reservations/preview/", {}, (400, 403, 403, 403)),
     ("budget-new", "get", "/budgets/new/", None, (200, 403, 403, 403)),
     ("budget-new", "post", "/budgets/new/", {"name": "b", "project": "team-a", "gpu_hours": "9",
      "window": "month", "kind": "soft", "over": "wait"}, (302, 403, 403, 403)),
