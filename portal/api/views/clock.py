@@ -1,9 +1,10 @@
 """`/api/v1/scheduler/clock/`: the replay clock of a scratch portal (`portal.core.clock`).
 
-With `ALLOT_REPLAY_CLOCK` off (every real portal) the resource does not exist: a 404 for
-everyone. On, a cluster admin (`portal.access.may_set_clock`) reads it and sets it forward:
-`{"now": "2026-12-01T00:00:00Z"}` or `{"advance_seconds": 3600}`; an earlier time is a 400
-saying the clock never moves backwards. The scheduling cycle, budgets, runs and reservations
+With `ALLOT_REPLAY_CLOCK` off (every real portal) the resource does not exist: a 404 for a
+cluster admin (others are refused first, as on every resource: 401, 403). On, a cluster admin
+(`portal.access.may_set_clock`) reads it and sets it forward: `{"now": "2026-12-01T00:00:00Z"}`
+or `{"advance_seconds": 3600}`; an earlier time is a 400 saying the clock never moves backwards.
+The scheduling cycle, budgets, runs and reservations
 then read that time (`scripts/replay_scenario.py` sets it before each step of a scenario).
 """
 
@@ -70,11 +71,12 @@ class SchedulerClock(APIView):
     permission_classes = [IsAuthenticated, MaySetClock]
 
     def initial(self, request, *args, **kwargs):
-        # off, the resource does not exist (before authentication); a method it never has
-        # stays a 405, as on every other resource
+        # who may ask is checked first, as on every resource (no credentials: a 401; not a
+        # cluster admin: a 403); off, the resource then does not exist for a cluster admin
+        # either; a method it never has stays a 405
+        super().initial(request, *args, **kwargs)
         if not clock.replaying() and request.method in ("GET", "HEAD", "POST"):
             raise NotFound("the replay clock is off on this portal (ALLOT_REPLAY_CLOCK)")
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(responses={200: ClockSerializer, 404: NOT_FOUND})
     def get(self, request) -> Response:

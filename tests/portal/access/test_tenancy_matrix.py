@@ -136,6 +136,11 @@ REST = [
     ("reservation-detail", "delete", f"{A}/reservations/999/", None, (404, 404, 404, 404)),
     ("what-if", "post", f"{A}/what-if/", {"changes": [{"kind": "drain", "node": "dgx1-1"}]},
      (200, 403, 403, 403)),
+    # cluster admins only; the replay clock is off here (ALLOT_REPLAY_CLOCK), so absent for
+    # them too (on: tests/portal/api/test_scheduler_clock_api.py)
+    ("scheduler-clock", "get", f"{A}/scheduler/clock/", None, (404, 403, 403, 403)),
+    ("scheduler-clock", "post", f"{A}/scheduler/clock/", {"advance_seconds": 60},
+     (404, 403, 403, 403)),
 ]  # fmt: skip
 
 # (route name, method, path, form, statuses for admin, researcher, viewer, outsider)
