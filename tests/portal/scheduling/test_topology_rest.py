@@ -121,7 +121,8 @@ def test_r23_1_the_kubernetes_inventory_keeps_a_nodes_labels_on_its_row(db):
             capacity={"nvidia.com/gpu": "8"}, allocatable={"nvidia.com/gpu": "8"}
         ),
     )
-    seen = node_status(v1node, KubernetesConfig())
+    # the inventory reads the API's JSON (agents.kubernetes.inventory), as the API sends it
+    seen = node_status(client.ApiClient().sanitize_for_serialization(v1node), KubernetesConfig())
     assert dict(seen.labels)[RACK] == "r7"
     assert sync_nodes((seen,))
     assert Node.objects.get(name="gpu-1").labels[RACK] == "r7"
