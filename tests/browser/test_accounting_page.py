@@ -43,6 +43,7 @@ def test_the_page_draws_the_week_and_lists_the_right_totals(page, server, artifa
     page.get_by_label("Since").fill("2026-11-16")
     page.get_by_label("Until").fill(UNTIL)
     page.get_by_role("button", name="Show").click()
+    page.wait_for_url(lambda url: "since=2026-11-16" in url)  # the new page, not the old
     chart = page.locator("#accounting-chart")
     expect(chart.locator(".main-svg").first).to_be_visible()
     expect(chart.locator("g.trace.bars")).to_have_count(3)  # one trace per project
@@ -58,6 +59,7 @@ def test_the_page_draws_the_week_and_lists_the_right_totals(page, server, artifa
 
     page.get_by_label("Group by").select_option("user")
     page.get_by_role("button", name="Show").click()
+    page.wait_for_url(lambda url: "group_by=user" in url)
     expect(chart.locator("g.trace.bars")).to_have_count(4)
     assert {k: v[0] for k, v in figures(page).items()} == {
         name: f"{hours:.2f}" for name, hours in BY_USER.items()
@@ -71,6 +73,7 @@ def test_the_page_draws_the_week_and_lists_the_right_totals(page, server, artifa
 
     page.get_by_label("Group by").select_option("department")
     page.get_by_role("button", name="Show").click()
+    page.wait_for_url(lambda url: "group_by=department" in url)
     assert {k: v[0] for k, v in figures(page).items()} == {
         "physics": f"{ALLOCATED['team-a'] + ALLOCATED['team-b']:.2f}", "(no department)": "0.50"
     }  # fmt: skip
