@@ -53,6 +53,7 @@ HORIZON_S = 6 * 3600.0  # the preview's hours
 
 
 def build(args) -> Simulation:
+    """The simulation the arguments describe (trace, quotas, cluster shape, policy)."""
     trace = read_trace(args.trace)
     vcs = read_quotas(args.quotas, 8, args.vc_scale)
     quotas = {team: vc.gpus for team, vc in vcs.items()}
@@ -81,6 +82,7 @@ def recording(sim: Simulation, since: float) -> dict:
     original = sim._start
 
     def start(s, placement, now, backfill):
+        """Note each job's first start, then start it as the engine does."""
         starts.setdefault(s.key, now)
         return original(s, placement, now, backfill)
 
@@ -114,6 +116,7 @@ def make_change(sim: Simulation, kind: str, rng: random.Random):
         quota = max(project.quota * 2, project.quota + 8)
 
         def apply(copy_: Simulation) -> None:
+            """The quota change made on a copy of the run."""
             copy_.projects = tuple(
                 replace(p, quota=quota) if p.name == team else p for p in copy_.projects
             )
@@ -130,6 +133,7 @@ def make_change(sim: Simulation, kind: str, rng: random.Random):
     node = max(sorted(load), key=lambda n: load[n])
 
     def apply(copy_: Simulation) -> None:
+        """The drain made on a copy of the run: the node takes no more work."""
         copy_.nodes = tuple(
             replace(n, schedulable=False) if n.name == node else n for n in copy_.nodes
         )
@@ -178,6 +182,7 @@ def fine_what_if(view: Snapshot, change, policy):
 
 
 def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of the values, NaN when there are none."""
     if not values:
         return float("nan")
     ordered = sorted(values)
@@ -185,6 +190,7 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def main(argv=None) -> None:
+    """Run the comparison the arguments ask for and print (or write as JSON) its figures."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("trace")
     p.add_argument("--quotas", required=True)
