@@ -40,9 +40,9 @@ def test_tr4858_through_rest_on_a_real_api_server_binds_the_planned_pods(
     script = load_script()
     read_state, steps = script.read_state, []
 
-    def read_state_and_the_cluster(portal, scenario):
+    def read_state_and_the_cluster(portal, scenario, *words):
         """After each `expect` step: the portal's state, and the cluster checked against it."""
-        state = read_state(portal, scenario)
+        state = read_state(portal, scenario, *words)
         rows = portal.all("/api/v1/jobs/")
         placed = cluster_matches(core, rows)
         held = {where for where, running in reservations(core).items() if running}
