@@ -38,10 +38,7 @@ def allocate(session: Session) -> None:
         return
     queue = JobQueues(session.queues, pending, session.total)
     while (job := queue.pop()) is not None:
-        blocked = session.capacity_block(job)
-        if blocked:
-            session.reasons[job.key] = blocked
-            session.hard_blocked.add(job.key)
+        if _blocked(session, job):
             continue
         checkpoint = session.state.checkpoint()
         shape = placement_shape(job) if plain else None
@@ -91,15 +88,21 @@ def _refuse(session: Session, job: Job) -> None:
         session.reasons[job.key] = no_fit_reason(session, job)
 
 
+def _blocked(session: Session, job: Job) -> bool:
+    """True, with the reason kept, when `capacity_block` holds the job: a spent hard budget, a
+    limit (its user's, its project's) or, for non-preemptible work, quota."""
+    blocked = session.capacity_block(job)
+    if blocked:
+        session.reasons[job.key] = blocked
+        session.hard_blocked.add(job.key)
+    return bool(blocked)
+
+
 def _refuse_all(session: Session, jobs: list[Job]) -> None:
     """Each job's reason when nothing can start any more: what allocate's turn would have said
     (the state no longer changes, so the order they are told in does not matter)."""
     for job in jobs:
-        blocked = session.capacity_block(job)
-        if blocked:
-            session.reasons[job.key] = blocked
-            session.hard_blocked.add(job.key)
-        else:
+        if not _blocked(session, job):
             _refuse(session, job)
 
 
