@@ -337,9 +337,8 @@ if REDIS_URL:
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
-    }
+    # Django's Redis cache, its client kept per process rather than per request (portal.core.cache)
+    CACHES = {"default": {"BACKEND": "portal.core.cache.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     # Process memory; LocMemCache culls a third of its entries at MAX_ENTRIES (300 by default),

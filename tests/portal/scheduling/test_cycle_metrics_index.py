@@ -20,7 +20,7 @@ REDIS_URL = "redis://127.0.0.1:6379/9"  # no other test uses it; the keys carry 
 @pytest.fixture
 def redis_cache():
     prefix = f"test-index-{uuid.uuid4().hex}"
-    backend = {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+    backend = {"BACKEND": "portal.core.cache.RedisCache",
                "LOCATION": REDIS_URL, "KEY_PREFIX": prefix}  # fmt: skip
     with override_settings(CACHES={"default": backend}):
         yield
