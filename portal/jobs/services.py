@@ -10,6 +10,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Q
 from django.http import Http404
 
 from portal.audit import services as audit
@@ -95,20 +96,23 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     """A 409 naming the cap when `wanted` more pending jobs would take `user` past
     ALLOT_MAX_PENDING_PER_USER, past a project's per-user limit `max_pending` (issue 36), or a
     project past ALLOT_MAX_PENDING_PER_PROJECT (issue 32 item 8: one researcher's 2,000 queued
-    jobs slowed every other user's overview). Submissions of one
-    user and of one project take a lock of their own first (PostgreSQL advisory locks, held to
-    the end of the transaction, in one order; SQLite has one writer at a time anyway), so two
-    at once cannot both pass a cap - and never the rows' locks, which a scheduling cycle holds
-    while it commits (a submission during a cycle returns at once); call inside the
-    submission's transaction."""
+    jobs slowed every other user's overview). Submissions of one user and of one project take
+    a lock of their own first (PostgreSQL advisory locks, held to the end of the transaction,
+    in one order; SQLite has one writer at a time anyway), so two at once cannot both pass a
+    cap - and never the rows' locks, which a scheduling cycle holds while it commits (a
+    submission during a cycle returns at once); call inside the submission's transaction.
+    The caps are then counted in one query (`_pending_counts`)."""
     projects = sorted(wanted, key=lambda project: project.pk)
-    pending = Job.objects.filter(status=Status.PENDING)
-    if user is not None and user.pk is not None:
-        _serialize(USER_LOCKS, [user.pk])
-    _serialize(PROJECT_LOCKS, [project.pk for project in projects])
-    if user is not None and user.pk is not None:
-        mine = pending.filter(user=user).count()
-        cap = settings.ALLOT_MAX_PENDING_PER_USER
+    known = user is not None and user.pk is not None
+    mine = [(USER_LOCKS, user.pk)] if known else []
+    _serialize(mine + [(PROJECT_LOCKS, project.pk) for project in projects])
+    limits = {}  # each project's per-user pending cap for `user` (None: none)
+    if known:
+        limits = {project: in_force(project, user)["max_pending"] for project in projects}
+    limited = [project for project, cap in limits.items() if cap is not None]
+    counts = _pending_counts(user if known else None, projects, limited)
+    if known:
+        mine, cap = counts["user"], settings.ALLOT_MAX_PENDING_PER_USER
         if mine + sum(wanted.values()) > cap:
             raise conflict(
                 "pending",
@@ -119,10 +123,10 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
                 ),
             )
         for project in projects:
-            _refuse_over_user_limit(user, project, wanted[project])
+            _refuse_over_user_limit(user, project, wanted[project], limits[project], counts)
     cap = settings.ALLOT_MAX_PENDING_PER_PROJECT
     for project in projects:
-        waiting = pending.filter(project=project).count()
+        waiting = counts[f"project_{project.pk}"]
         if waiting + wanted[project] > cap:
             raise conflict(
                 "pending",
@@ -134,13 +138,28 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
             )
 
 
-def _refuse_over_user_limit(user, project: Project, asked: int) -> None:
+def _pending_counts(user, projects: list[Project], limited: list[Project]) -> dict[str, int]:
+    """Pending jobs counted in one query (issue 39: a submission asked two or three): `user`'s
+    ("user", unless None), each project's ("project_<pk>") and `user`'s in each `limited`
+    project ("user_in_<pk>")."""
+    counts = {f"project_{p.pk}": Count("pk", filter=Q(project_id=p.pk)) for p in projects}
+    where = Q(project_id__in=[project.pk for project in projects])
+    if user is not None:
+        counts["user"] = Count("pk", filter=Q(user_id=user.pk))
+        counts |= {
+            f"user_in_{project.pk}": Count("pk", filter=Q(project_id=project.pk, user_id=user.pk))
+            for project in limited
+        }
+        where |= Q(user_id=user.pk)
+    return Job.objects.filter(where, status=Status.PENDING).aggregate(**counts)
+
+
+def _refuse_over_user_limit(user, project: Project, asked: int, cap, counts: dict) -> None:
     """A 409 naming the project's per-user limit `max_pending` (issue 36) when `asked` more
-    pending jobs would take `user` past it in `project`; no limit set: nothing is counted."""
-    cap = in_force(project, user)["max_pending"]
+    pending jobs would take `user` past it in `project`; no limit set (`cap` None): nothing."""
     if cap is None:
         return
-    mine = Job.objects.filter(status=Status.PENDING, project=project, user=user).count()
+    mine = counts[f"user_in_{project.pk}"]
     if mine + asked > cap:
         raise conflict(
             "pending",
@@ -155,13 +174,19 @@ def _refuse_over_user_limit(user, project: Project, asked: int) -> None:
 USER_LOCKS, PROJECT_LOCKS = 32081, 32082  # advisory lock spaces of the pending caps
 
 
-def _serialize(space: int, ids: list[int]) -> None:
-    """Take PostgreSQL's transaction advisory locks (`space`, id) for `ids`, in order."""
-    if connection.vendor != "postgresql":
+def _serialize(locks: list[tuple[int, int]]) -> None:
+    """Take PostgreSQL's transaction advisory locks (space, id) `locks` in order (spaces, then
+    ids), in one statement: `unnest` yields the pairs in the arrays' order and each row's lock
+    is taken before the next row is read."""
+    if connection.vendor != "postgresql" or not locks:
         return
+    spaces, ids = zip(*sorted(locks), strict=True)
     with connection.cursor() as cursor:
-        for ident in sorted(ids):
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [space, ident])
+        cursor.execute(
+            "SELECT count(pg_advisory_xact_lock(space, id)) FROM unnest(%s::int[], %s::int[])"
+            " AS locks(space, id)",
+            [list(spaces), list(ids)],
+        )
 
 
 def _refuse_taken(entries: list[tuple[Project, dict]]) -> None:

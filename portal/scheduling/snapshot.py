@@ -222,7 +222,7 @@ def load_projects(
         "user_weights", "user_fair_shares",
     )  # fmt: skip
     projects, infos, count = [], {}, len(POLICY_FIELDS)
-    user_limits = user_limits_for_core()
+    user_limits = user_limits_for_core(names)
     for pk, name, quota, weight, limit, pools, department, share, *policies in rows:
         own = dict(zip(POLICY_FIELDS, policies[:count], strict=True))
         inherited = dict(zip(POLICY_FIELDS, policies[count : 2 * count], strict=True))

@@ -4,6 +4,8 @@ and every project's limits as the scheduling core takes them (R21.1-R21.3)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.db.models import Q
 
 from portal.tenancy.models import Project, UserLimit
@@ -28,14 +30,16 @@ def in_force(project: Project, user) -> dict:
     return values
 
 
-def for_core() -> dict[int, tuple[CoreLimit, ...]]:
-    """Every project's limits as `scheduler.model.UserLimit` entries, by project id, in one query:
-    the default as user "" and each override by username. A row that sets none of the core's
-    fields (only `max_pending`) is left out, so a project with pending caps only costs the cycle
-    nothing (the core never counts its jobs per user)."""
-    rows = UserLimit.objects.order_by("project_id", "id").values_list(
-        "project_id", "user__username", *CORE_FIELDS
-    )
+def for_core(names: Collection[str] | None = None) -> dict[int, tuple[CoreLimit, ...]]:
+    """Every project's limits (or those of the projects named in `names`) as
+    `scheduler.model.UserLimit` entries, by project id, in one query: the default as user ""
+    and each override by username. A row that sets none of the core's fields (only
+    `max_pending`) is left out, so a project with pending caps only costs the cycle nothing
+    (the core never counts its jobs per user)."""
+    rows = UserLimit.objects.order_by("project_id", "id")
+    if names is not None:  # a submission's check reads its own project's, not the cluster's
+        rows = rows.filter(project__name__in=names)
+    rows = rows.values_list("project_id", "user__username", *CORE_FIELDS)
     limits: dict[int, list[CoreLimit]] = {}
     for project_id, username, gpus, running, interactive in rows:
         if gpus is None and running is None and interactive is None:

@@ -86,3 +86,23 @@ def test_a_submission_builds_no_model_fields_and_binds_fields_of_its_own(
     refused = client.post("/api/v1/jobs/", job | {"name": "Bad_Name", "command": [1]},
                           format="json").json()  # fmt: skip
     assert set(refused) == {"command"}  # JSON types first, as StrictTypesMixin checks them
+
+
+def test_a_submission_locks_and_counts_in_one_query_each_and_reads_its_projects_limits_only(
+    api, member, team_a, team_b, nodes, monkeypatch
+):
+    """Issue 39: the user's and the project's advisory locks are one statement, the pending
+    caps one count, and the never-starts check reads the user limits of its own project."""
+    monkeypatch.setattr(token_cache, "SHARED", True)
+    client = api(member)
+    job = {"project": "team-a", "name": "first", "gpus": 1}
+    assert client.post("/api/v1/jobs/", job, format="json").status_code == 201  # warm
+    with CaptureQueriesContext(connection) as queries:
+        answer = client.post("/api/v1/jobs/", job | {"name": "second"}, format="json")
+    assert answer.status_code == 201, answer.content
+    sql = [query["sql"] for query in queries.captured_queries]
+    assert sum("pg_advisory_xact_lock" in q for q in sql) == 1
+    assert sum("COUNT(" in q and 'FROM "jobs_job"' in q for q in sql) == 1
+    limits = [q for q in sql if 'FROM "tenancy_userlimit"' in q]
+    assert limits and all("WHERE" in q for q in limits), limits
+    assert len(sql) <= 13, sql  # 15 before
