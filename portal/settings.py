@@ -323,6 +323,9 @@ def _database(url: str) -> dict:
 
 
 DATABASES = {"default": _database(DATABASE_URL)}
+# Threads per web process answering HTTP (portal.asgi: Django's WSGI handler behind the ASGI
+# server); a thread holds at most one of the process's pooled database connections (DB_POOL_MAX).
+WEB_THREADS = envint("WEB_THREADS", 8, minimum=1)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, Celery, Channels --------------------------------------------------------------------
