@@ -5,6 +5,9 @@
 disguise (issue 22 item 9). A page past the last is a 404, as in DRF.
 """
 
+from django.core.paginator import Paginator
+from django.db.models import Count, QuerySet, Window
+from django.db.models.query import ModelIterable
 from rest_framework.pagination import PageNumberPagination
 
 from portal.api.fields import whole_number, whole_number_parameter
@@ -13,8 +16,46 @@ MAX_PAGE_SIZE = 1000
 MAX_PAGE = 1_000_000  # a million pages of 1000: far past any list the portal keeps
 
 
+TOTAL = "allot_page_total"  # the annotation that carries the count on each row of a page
+
+
+class CountingPaginator(Paginator):
+    """Django's paginator, reading a page of model rows and the count of all in one query (a
+    `COUNT(*) OVER ()` beside each row) instead of a COUNT and then the page: a list request's
+    second query was a tenth of its CPU (issue 39). A page that comes back empty (past the
+    last, or of an empty list) is counted as Django counts it, so every answer and every
+    404 stays as it was. Querysets a window would count differently (DISTINCT, GROUP BY,
+    UNION, sliced) or that yield other than models are paginated as Django does."""
+
+    def page(self, number):
+        rows = self._rows_with_total(number)
+        if rows:
+            self.count = getattr(rows[0], TOTAL)  # Paginator.count is a cached property
+            return self._get_page(rows, self.validate_number(number), self)
+        return super().page(number)
+
+    def _rows_with_total(self, number) -> list:
+        listed = self.object_list
+        if not (isinstance(listed, QuerySet) and isinstance(number, int) and number >= 1):
+            return []
+        query = listed.query
+        if (
+            listed._iterable_class is not ModelIterable
+            or query.distinct
+            or query.group_by is not None
+            or query.combinator
+            or query.is_sliced
+        ):
+            return []
+        bottom = (number - 1) * self.per_page
+        counted = listed.annotate(**{TOTAL: Window(Count("*"))})
+        return list(counted[bottom : bottom + self.per_page])
+
+
 class Pagination(PageNumberPagination):
     """Page-number pagination; clients choose up to 1000 items a page."""
+
+    django_paginator_class = CountingPaginator
 
     page_size = 100
     page_size_query_param = "page_size"
