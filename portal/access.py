@@ -127,6 +127,20 @@ def can_submit(user, project: Project) -> bool:
     return is_cluster_admin(user) or role_in(user, project) in SUBMIT_ROLES
 
 
+def submittable(user, names: set[str]) -> dict[str, Project]:
+    """Of the projects named `names`, those `user` may see and submit jobs in, by name, in one
+    or two queries (a bulk submission's projects; `can_submit` is the rule for one)."""
+    projects = {project.name: project for project in projects_for(user).filter(name__in=names)}
+    if is_cluster_admin(user) or not projects:
+        return projects
+    allowed = set(
+        Membership.objects.filter(
+            user=user, project__in=projects.values(), role__in=SUBMIT_ROLES
+        ).values_list("project_id", flat=True)
+    )
+    return {name: project for name, project in projects.items() if project.pk in allowed}
+
+
 def can_manage_members(user, project: Project) -> bool:
     """Cluster admins and the project's admins add and remove members."""
     return is_cluster_admin(user) or role_in(user, project) in MANAGE_ROLES

@@ -20,7 +20,7 @@ from portal.core.trigger import request_cycle_on_commit
 from portal.jobs.health import POLICY_FIELDS, HealthPolicy, resolve
 from portal.jobs.models import ACTIVE, HOLDING, Job, JobEvent, JobRun, RunEnd, Status
 from portal.tenancy.models import Project
-from portal.tenancy.userlimits import in_force
+from portal.tenancy.userlimits import in_force_in
 from scheduler.quantity import cores_text, memory_text
 
 
@@ -108,7 +108,8 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     _serialize(mine + [(PROJECT_LOCKS, project.pk) for project in projects])
     limits = {}  # each project's per-user pending cap for `user` (None: none)
     if known:
-        limits = {project: in_force(project, user)["max_pending"] for project in projects}
+        in_force = in_force_in(projects, user)
+        limits = {project: in_force[project.pk]["max_pending"] for project in projects}
     limited = [project for project, cap in limits.items() if cap is not None]
     counts = _pending_counts(user if known else None, projects, limited)
     if known:

@@ -9,6 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from portal.api.serializers.jobs import BULK_MAX, ZERO_GPUS
 from portal.cluster.models import Node
 from portal.jobs.models import Job, JobEvent, Status
+from portal.tenancy.models import Membership, Project, UserLimit
+from tests.conftest import _user
 
 URL = "/api/v1/jobs/bulk/"
 
@@ -45,6 +47,56 @@ def test_a_sweep_costs_a_few_statements_not_a_few_per_job(api, member, node):
     with CaptureQueriesContext(connection) as large:
         assert client.post(URL, sweep(200), format="json").status_code == 201
     assert len(large.captured_queries) == len(small.captured_queries)
+
+
+def spread(count: int, projects: int) -> dict:
+    return {"jobs": [{"project": f"sweep-{i % projects:02d}", "name": f"lr-{i}", "gpus": 1}
+                     for i in range(count)]}  # fmt: skip
+
+
+@pytest.mark.parametrize("persona", ["researcher", "cluster admin"])
+def test_a_sweep_over_many_projects_costs_what_one_over_two_does(api, node, persona):
+    """Issue 39: `make bench-portal --bulk 100` sends each request jobs of 100 projects; their
+    checks read each project, its right to submit, its limits and caps once per project."""
+    user = _user("sweeper", staff=persona == "cluster admin")
+    for i in range(20):
+        project = Project.objects.create(name=f"sweep-{i:02d}", quota=1)
+        UserLimit.objects.create(project=project, max_pending=50)
+        if persona == "researcher":
+            Membership.objects.create(user=user, project=project, role="researcher")
+    client = api(user)
+    with CaptureQueriesContext(connection) as two:
+        assert client.post(URL, spread(2, 2), format="json").status_code == 201
+    Job.objects.all().delete()
+    with CaptureQueriesContext(connection) as twenty:
+        answer = client.post(URL, spread(40, 20), format="json")
+    assert answer.status_code == 201, answer.content
+    assert len(twenty.captured_queries) == len(two.captured_queries)
+
+
+def test_a_sweep_naming_a_project_one_may_not_submit_in_is_refused_as_a_single_job_is(
+    api, member, node, team_b
+):
+    Membership.objects.create(user=member, project=team_b, role="viewer")
+    body = {"jobs": [{"project": "team-a", "name": "ok", "gpus": 1},
+                     {"project": "team-b", "name": "no", "gpus": 1}]}  # fmt: skip
+    answer = api(member).post(URL, body, format="json")
+    single = api(member).post("/api/v1/jobs/", body["jobs"][1], format="json")
+    assert answer.status_code == single.status_code == 403
+    assert answer.json() == single.json()
+    body["jobs"][1]["project"] = "nowhere"
+    answer = api(member).post(URL, body, format="json")
+    assert answer.status_code == 404 and "'nowhere' not found" in str(answer.json())
+    assert not Job.objects.exists()
+
+
+@pytest.mark.parametrize("project", [{}, [], None, 7])
+def test_a_sweep_whose_project_is_not_a_name_is_a_400(api, member, node, project):
+    body = {"jobs": [{"project": "team-a", "name": "ok", "gpus": 1},
+                     {"project": project, "name": "no", "gpus": 1}]}  # fmt: skip
+    answer = api(member).post(URL, body, format="json")
+    assert answer.status_code == 400, answer.content
+    assert "project" in answer.json()["jobs"]["1"]
 
 
 def test_one_bad_job_rejects_the_whole_sweep_and_names_it(api, member, node):
