@@ -104,8 +104,8 @@ def refuse_over_pending_caps(user, wanted: dict[Project, int]) -> None:
     The caps are then counted in one query (`_pending_counts`)."""
     projects = sorted(wanted, key=lambda project: project.pk)
     known = user is not None and user.pk is not None
-    mine = [(USER_LOCKS, user.pk)] if known else []
-    _serialize(mine + [(PROJECT_LOCKS, project.pk) for project in projects])
+    user_lock = [(USER_LOCKS, user.pk)] if known else []
+    _serialize(user_lock + [(PROJECT_LOCKS, project.pk) for project in projects])
     limits = {}  # each project's per-user pending cap for `user` (None: none)
     if known:
         in_force = in_force_in(projects, user)
