@@ -64,8 +64,8 @@ def sync(observation: Observation, monotonic=time.monotonic) -> None:
     would delete the rows of groups it merely did not see."""
     if not observation.synced or observation.problem:
         return
-    owners = namespace_projects()
     seen = {workload.ref.uid: workload for workload in observation.workloads}
+    owners = namespace_projects() if seen else {}  # every project read: only when there are some
     rows = {
         row["external_uid"]: row
         for row in Job.objects.filter(

@@ -14,6 +14,8 @@ import dataclasses
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agents.base import ExternalPod, ExternalRef, JobSpec, NodeStatus, Workload
 from agents.simulated import SimulatedAgent
@@ -248,3 +250,21 @@ def test_a_workload_that_requests_nothing_is_told_why_it_is_not_scheduled(cluste
     cycles(agent)
     assert not Job.objects.filter(external_uid="uid-empty").exists()
     assert "request no GPU, CPU or memory" in agent.explained["uid-empty"]
+
+
+def test_a_cycle_that_sees_no_external_workload_reads_no_project(cluster, agent):
+    """Issue 39: `sync` reads every project (for their namespaces) only when the cluster holds
+    a workload of another tool; a cluster of Allot's own jobs costs it one query, for the
+    external rows that may have ended."""
+    for i in range(5):
+        Project.objects.create(name=f"idle-{i}", quota=1)
+    table = Project._meta.db_table
+    with CaptureQueriesContext(connection) as quiet:
+        external.sync(agent.observe())
+    assert len(quiet.captured_queries) == 1
+    assert not any(table in query["sql"] for query in quiet.captured_queries)
+    agent.apply("allot-idle-0", "Job", "train")
+    with CaptureQueriesContext(connection) as busy:
+        external.sync(agent.observe())
+    assert any(table in query["sql"] for query in busy.captured_queries)
+    assert Job.objects.get(project__name="idle-0").external_uid == "uid-train"
