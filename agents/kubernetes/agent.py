@@ -63,6 +63,7 @@ SETUP_FIRST_WAIT_S = 0.5  # the first per-job wait for a namespace still being s
 HELD_RETRY_S = 1.0  # a start whose device a going pod still holds is tried again this often
 VACATE_WAIT_S = 2.0  # how long starts wait for the pods of the cycle's stops to go (issue 40)
 VACATE_BATCH_S = 0.02  # after a change of the watch, for more deletions to arrive with it
+GOING_SLACK_S = 30.0  # a stopped job's pods unreported past their grace period by this much
 
 
 def utc_now() -> datetime:
@@ -97,6 +98,7 @@ class KubernetesAgent:
         self._moving: dict[JobKey, JobSpec] = {}  # waiting for the old pods to go
         self._unstopped: set[JobKey] = set()  # stops still to do (or to retry)
         self._stopping: dict[JobKey, JobSpec | None] = {}  # what each owed stop deletes
+        self._going: dict[JobKey, float] = {}  # stopped here, pods maybe terminating (when)
         self._refused: dict[JobKey, str] = {}  # starts (or moves) the API rejected for good
         self._stop_refused: dict[JobKey, float] = {}  # when a stop was rejected for good
         self._retries = faults.Backoff(  # per job
@@ -169,6 +171,7 @@ class KubernetesAgent:
 
     def _owe_start(self, job: JobSpec) -> None:
         old = self._specs.get(job.key)
+        self._going.pop(job.key, None)
         self._specs[job.key] = job
         self._refused.pop(job.key, None)
         if old != job:
@@ -433,6 +436,8 @@ class KubernetesAgent:
             self._stopping.pop(key, None)
             self._stop_refused.pop(key, None)
             self._retries.clear(key)
+            if (spec is None or spec.external is None) and key not in self._specs:
+                self._going[key] = self.monotonic()  # its pods terminate: `_reported`
 
     def _stop_adopted(self, key: JobKey) -> None:
         """Delete the external pods the watch shows labelled with the job, outside the
@@ -685,7 +690,9 @@ class KubernetesAgent:
     def _job_statuses(self, usage: dcgm.GpuUtilization | None) -> dict[JobKey, JobStatus]:
         statuses: dict[JobKey, JobStatus] = {}
         with self._lock:
-            for key, found in _grouped(self.watcher.snapshot(), self._specs).items():
+            grouped = _grouped(self.watcher.snapshot(), self._specs)
+            self._forget_gone(grouped)
+            for key, found in grouped.items():
                 if self._reported(key, found):
                     statuses[key] = self._seen(key, found, usage)
             for key in self._specs.keys() - statuses.keys():
@@ -700,9 +707,19 @@ class KubernetesAgent:
         process that died in the middle of a start leaves one that is not: unreported, it is
         started again by the portal's reconciliation (completing it) if the database holds
         it, and its pods are swept if not."""
-        if key in self._moving or key in self._unstopped:
+        if key in self._moving or key in self._unstopped or key in self._going:
             return False
         return key in self._specs or complete(found)
+
+    def _forget_gone(self, grouped: Mapping[JobKey, list[dict]]) -> None:
+        """Issue 39: a job this agent stopped is not reported while its pods terminate (the
+        grace period, a loaded kubelet's delay), which the portal, no longer holding it, took
+        for a job to stop again: by its labels, three delete-collections each cycle, the most
+        of a reclaim's requests. Reported again once its pods are gone, or when they outlast
+        their grace period by `GOING_SLACK_S` (the portal then stops it again)."""
+        late = self.monotonic() - self.config.grace_period_s - GOING_SLACK_S
+        for key in [key for key, at in self._going.items() if key not in grouped or at < late]:
+            del self._going[key]
 
     def _seen(self, key: JobKey, found: list[dict],
               usage: dcgm.GpuUtilization | None) -> JobStatus:  # fmt: skip

@@ -11,8 +11,11 @@ carried out `concurrency` at a time. Every request the agent's client makes is r
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -20,6 +23,8 @@ import pytest
 from kubernetes import client
 
 from agents.base import JobSpec, PodSpec
+from agents.kubernetes import agent as agent_module
+from portal.scheduling import observe
 from tests.k8s.portal_lab import (  # noqa: F401  (fixture_*: the fixtures this module uses)
     INGRESS_HOST,
     NODES,
@@ -179,3 +184,45 @@ def test_a_cycles_starts_and_stops_are_carried_out_together(portal_on_lab, allot
     eventually(lambda: {pod for _, pod in running_pods(allot_lab.core)}
                == {"warm-0"} | {f"new-{i}-0" for i in range(14)},
                "exactly the new pods to run")  # fmt: skip
+
+
+def test_a_stopped_jobs_terminating_pods_are_not_stopped_again_each_cycle(portal_on_lab, allot_lab):
+    """Issue 39: while a stopped job's pods terminate (their grace period; here KWOK, the
+    kubelet, is paused), the agent does not report the job, so the portal's reconciliation,
+    whose rows no longer hold it, does not stop it again: in `make bench-k8s`'s reclaim each
+    victim was stopped again by its labels every cycle until its pods went, three
+    delete-collections each, the most of the API server's work. Pods that outlast their grace
+    period by `GOING_SLACK_S` are reported again, and stopped again."""
+    pid_file = allot_lab.dir / "run" / "kwok.pid"
+    if not pid_file.exists():
+        pytest.skip(f"no {pid_file}: the lab's layout changed")
+    kwok = int(pid_file.read_text())
+    later = [0.0]
+    agent = type(portal_on_lab)(replace(portal_on_lab.config, grace_period_s=30),
+                                monotonic=lambda: time.monotonic() + later[0])  # fmt: skip
+    try:
+        agent.observe()
+        agent.start(job("going", "slow"))
+        eventually(lambda: len(running_pods(allot_lab.core)) == 1, "the pod to run")
+        os.kill(kwok, signal.SIGSTOP)  # nothing ends the deleted pod before its grace period
+        try:
+            agent.stop("going", "slow")
+
+            def terminating() -> bool:
+                return any(pod["metadata"].get("deletionTimestamp")
+                           for pod in agent.watcher.snapshot())  # fmt: skip
+
+            eventually(terminating, "the watch to see the pod terminating")
+            assert ("going", "slow") not in agent.observe().jobs
+            requests = Requests(agent)
+            observe.reconcile(agent)  # the portal's: no row holds the job
+            assert not [made for made in requests.made if made[0] == "DELETE"]
+            later[0] = 30 + agent_module.GOING_SLACK_S + 1  # its pods outlast the grace period
+            assert ("going", "slow") in agent.observe().jobs
+            observe.reconcile(agent)
+            assert ("DELETE", "/api/v1/namespaces/allot-going/pods") in requests.made
+        finally:
+            os.kill(kwok, signal.SIGCONT)
+        eventually(lambda: not job_pods(allot_lab.core), "the pod to go")
+    finally:
+        agent.close()
