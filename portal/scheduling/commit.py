@@ -9,17 +9,16 @@ events with `bulk_create`, so a cycle that starts 4,000 jobs costs a handful of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Max
 
 from agents.base import Observation
 from portal.core import formats
+from portal.core.bulk import update_by_id
 from portal.dashboards.analytics import roll_up
 from portal.dashboards.overview import IDLE_BELOW
 from portal.jobs import placement
@@ -124,52 +123,16 @@ def run_updates(updates: list[Update]) -> None:
 
 
 def conditional_update(expected: str, fields: tuple[str, ...], updates: list[Update]) -> None:
-    """UPDATE ... WHERE id IN (...) AND status = expected; every row must match."""
-    if connection.vendor == "postgresql":
-        matched = _unnest_update(expected, fields, updates)
-    else:
-        rows = [Job(id=update.job_id, **update.values) for update in updates]
-        matched = Job.objects.filter(status=expected).bulk_update(rows, fields)
+    """UPDATE ... WHERE id IN (...) AND status = expected (one statement: `update_by_id`);
+    every row must match."""
+    ids = [update.job_id for update in updates]
+    values = {name: [update.values[name] for update in updates] for name in fields}
+    matched = update_by_id(Job, ids, values, where={"status": expected}, batch_size=len(ids))
     if matched != len(updates):
         raise CommitConflict(
             f"{len(updates) - matched} of {len(updates)} jobs were no longer {expected}; "
             "someone else got there first"
         )
-
-
-_ARRAY_TYPES = {"CharField": "text[]", "TextField": "text[]", "JSONField": "text[]",
-                "DateTimeField": "timestamptz[]", "BooleanField": "boolean[]",
-                "FloatField": "double precision[]"}  # fmt: skip
-
-
-def _unnest_update(expected: str, fields: tuple[str, ...], updates: list[Update]) -> int:
-    """One UPDATE ... FROM unnest(arrays) for the whole batch; returns the rows it matched.
-
-    Django's bulk_update builds a CASE WHEN per row and field, which costs seconds of Python at
-    4,000 rows; Postgres joins arrays of ids and values in milliseconds. Same condition: by id
-    and expected status.
-    """
-    columns, arrays, casts = [], [[update.job_id for update in updates]], ["%s::bigint[]"]
-    for name in fields:
-        field = Job._meta.get_field(name)
-        kind = field.get_internal_type()
-        values = [update.values[name] for update in updates]
-        if kind == "JSONField":
-            values = [json.dumps(value) for value in values]
-        arrays.append(values)
-        casts.append(f"%s::{_ARRAY_TYPES[kind]}")
-        cast = "::jsonb" if kind == "JSONField" else ""
-        columns.append((connection.ops.quote_name(field.column), cast))
-    names = ", ".join(f"c{i}" for i in range(len(columns)))
-    sets = ", ".join(f"{column} = v.c{i}{cast}" for i, (column, cast) in enumerate(columns))
-    sql = (
-        f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} AS j SET {sets} "
-        f"FROM unnest({', '.join(casts)}) AS v(id, {names}) "
-        "WHERE j.id = v.id AND j.status = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*arrays, expected])
-        return cursor.rowcount
 
 
 def events(

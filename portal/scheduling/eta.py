@@ -35,6 +35,7 @@ from django.core.cache import cache
 from django.db import connection
 
 from portal.core import clock as portal_clock
+from portal.core.bulk import update_by_id
 from portal.jobs.models import HOLDING, Job, Status
 from portal.scheduling import snapshot
 from scheduler import Policy, Snapshot
@@ -48,6 +49,7 @@ HORIZON_S = 30 * 86400.0
 PACING_KEY = "allot:eta:pacing"  # (wall-clock start of the last refresh, its cost in seconds)
 RUNNING_KEY = "allot:eta:running"  # held while a refresh runs in any process
 RUNNING_TTL_S = 600  # a refresh whose process died blocks others at most this long
+ETA_FIELDS = ("expected_s", "expected_basis", "expected_end", "eta", "eta_kind", "eta_note")
 
 
 def predictor(limit: int = HISTORY) -> tuple[Predictor, dict[tuple[str, str], str]]:
@@ -110,25 +112,17 @@ def refresh(now: datetime | None = None, policy: Policy | None = None) -> int:
     bounds = {}
     if any(start is None and key not in never for key, start in starts.items()):
         bounds = lower_bounds(view, eta, horizon_s=HORIZON_S, resolution_s=resolution)
-    updates = []
+    ids, columns = [], {name: [] for name in ETA_FIELDS}
     for key, guess in predicted.items():
-        row = state.rows[key]
         kind, at, note = expected_start(key, starts, bounds, never, clock)
-        updates.append(Job(
-            pk=row.id,
-            expected_s=round(guess.seconds),
-            expected_basis=guess.basis[:32],
-            expected_end=ends.get(key),
-            eta=datetime.fromtimestamp(at, UTC) if at is not None else None,
-            eta_kind=kind,
-            eta_note=note[:200],
-        ))  # fmt: skip
-    Job.objects.bulk_update(
-        updates,
-        ["expected_s", "expected_basis", "expected_end", "eta", "eta_kind", "eta_note"],
-        batch_size=500,
-    )
-    return len(updates)
+        ids.append(state.rows[key].id)
+        for name, value in zip(ETA_FIELDS, (
+            round(guess.seconds), guess.basis[:32], ends.get(key),
+            datetime.fromtimestamp(at, UTC) if at is not None else None, kind, note[:200],
+        ), strict=True):  # fmt: skip
+            columns[name].append(value)
+    update_by_id(Job, ids, columns)  # one statement, not bulk_update's CASE per row and field
+    return len(ids)
 
 
 def predicted_jobs(state: snapshot.CycleRows, clock: float) -> tuple[list, dict, dict]:
