@@ -5,9 +5,11 @@ viewers read every environment value, secrets included."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
+from portal.api.throttling import SubmitThrottle
 from portal.jobs.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +106,34 @@ def test_viewers_read_no_value_and_secrets_are_the_owners(api, member, owner, vi
     bad = api(member).post("/api/v1/jobs/", {**body, "name": "u", "secret_environment": ["NOPE"]},
                            format="json")  # fmt: skip
     assert bad.status_code == 400 and "secret_environment" in bad.json()
+
+
+def test_the_rates_history_stays_short_and_never_looser(settings):
+    """Issue 39: the throttle kept one entry per submission (4,000 read and written back at
+    each of bench-k8s's POSTs); now one sum per 120th of the period, stamped with its latest
+    submission, so a sum leaves the window only when all it counts has."""
+    settings.ALLOT_SUBMIT_RATE = "1000/min"
+    now = [5000.0]
+    user = SimpleNamespace(is_authenticated=True, pk=987654)
+
+    def submit(jobs: int = 1) -> tuple[bool, SubmitThrottle]:
+        throttle = SubmitThrottle()
+        throttle.timer = lambda: now[0]
+        data = {"jobs": [{}] * jobs} if jobs > 1 else {}
+        return throttle.allow_request(
+            SimpleNamespace(method="POST", user=user, data=data), None
+        ), throttle
+
+    first = now[0]
+    for _ in range(990):
+        now[0] += 0.05  # 990 submissions in 49.5 s
+        assert submit()[0]
+    allowed, throttle = submit(10)  # the 1,000th job
+    assert allowed and len(throttle.history) <= SubmitThrottle.BUCKETS + 1
+    assert sum(n for _, n in throttle.history) == 1000
+    refused, throttle = submit()
+    assert not refused and 0 < throttle.wait() <= 60
+    now[0] = first + 60.1  # the first submission has left the window; its bucket's last not
+    assert not submit()[0]
+    now[0] = first + 60.0 + 60 / SubmitThrottle.BUCKETS + 0.05  # its whole bucket has left
+    assert submit()[0]
