@@ -80,16 +80,12 @@ def record_starts(latencies: list[tuple[str, float]]) -> None:
 
 def record_agent(counts: AgentCounts) -> None:
     """Add the agent's failed API calls and back-offs (taken since the last time) to the totals."""
-    for (verb, resource, code), failed in counts.api_errors.items():
-        _add(f"api_error|{verb}|{resource}|{code}", failed)
-    for scope, begun in counts.backoffs.items():
-        _add(f"backoff|{scope}", begun)
-    for scope, seconds in counts.backoff_s.items():
-        _add(f"backoff_us|{scope}", round(seconds * 1e6))
-
-
-def _add(name: str, amount: int = 1) -> None:
-    _add_all({name: amount})
+    added = {f"api_error|{verb}|{resource}|{code}": failed
+             for (verb, resource, code), failed in counts.api_errors.items()}  # fmt: skip
+    added |= {f"backoff|{scope}": begun for scope, begun in counts.backoffs.items()}
+    added |= {f"backoff_us|{scope}": round(seconds * 1e6)
+              for scope, seconds in counts.backoff_s.items()}  # fmt: skip
+    _add_all(added)
 
 
 def _add_all(added: Mapping[str, int]) -> None:

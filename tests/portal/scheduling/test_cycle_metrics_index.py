@@ -36,7 +36,7 @@ def test_new_counters_added_at_once_by_several_writers_are_all_indexed(redis_cac
     def write(writer: int) -> None:
         together.wait()  # all start at once, as workers finishing their cycles together do
         for index in range(each):
-            cycle_metrics._add(f"api_error|create|pods|{writer}-{index}")
+            cycle_metrics._add_all({f"api_error|create|pods|{writer}-{index}": 1})
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
     for thread in threads:
