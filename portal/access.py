@@ -8,7 +8,7 @@ viewer reads, researcher also submits and deletes jobs, admin also manages membe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
@@ -115,30 +115,40 @@ def get_job_for(user, project: str, name: str) -> Job:
 
 def role_in(user, project: Project) -> str | None:
     """The user's role in `project`, or None when they are not a member."""
+    return roles_in(user, [project]).get(project.pk)
+
+
+def roles_in(user, projects: Iterable[Project]) -> dict[int, str]:
+    """The user's role in each of `projects` they are a member of, by project id (one query)."""
     if not (user and user.is_authenticated):
-        return None
-    return (
-        Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
+        return {}
+    return dict(
+        Membership.objects.filter(user=user, project__in=list(projects)).values_list(
+            "project_id", "role"
+        )
     )
 
 
 def can_submit(user, project: Project) -> bool:
     """Cluster admins and the project's admins and researchers submit and delete jobs."""
-    return is_cluster_admin(user) or role_in(user, project) in SUBMIT_ROLES
+    return bool(submitting_in(user, [project]))
+
+
+def submitting_in(user, projects: Iterable[Project]) -> list[Project]:
+    """Of `projects`, in their order, those `user` may submit jobs in (`can_submit`): every one
+    for a cluster admin, with no query; else one query for the user's roles in them all."""
+    projects = list(projects)
+    if is_cluster_admin(user) or not projects:
+        return projects
+    roles = roles_in(user, projects)
+    return [project for project in projects if roles.get(project.pk) in SUBMIT_ROLES]
 
 
 def submittable(user, names: set[str]) -> dict[str, Project]:
     """Of the projects named `names`, those `user` may see and submit jobs in, by name, in one
-    or two queries (a bulk submission's projects; `can_submit` is the rule for one)."""
-    projects = {project.name: project for project in projects_for(user).filter(name__in=names)}
-    if is_cluster_admin(user) or not projects:
-        return projects
-    allowed = set(
-        Membership.objects.filter(
-            user=user, project__in=projects.values(), role__in=SUBMIT_ROLES
-        ).values_list("project_id", flat=True)
-    )
-    return {name: project for name, project in projects.items() if project.pk in allowed}
+    or two queries (a bulk submission's projects)."""
+    visible = projects_for(user).filter(name__in=names)
+    return {project.name: project for project in submitting_in(user, visible)}
 
 
 def can_manage_members(user, project: Project) -> bool:
@@ -201,7 +211,7 @@ def can_manage_sso_rules(user) -> bool:
 
 def submittable_projects(user) -> list[Project]:
     """The projects where `user` may submit jobs and launch Jupyter, by name."""
-    return [p for p in projects_for(user).order_by("name") if can_submit(user, p)]
+    return submitting_in(user, projects_for(user).order_by("name"))
 
 
 def why_not_submit(user) -> str | None:
